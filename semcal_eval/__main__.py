@@ -1,0 +1,3 @@
+from semcal_eval.cli import main
+import sys
+sys.exit(main())

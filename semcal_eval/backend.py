@@ -1,0 +1,178 @@
+"""The ``hf-semsoft`` lm-eval backend: HFLM plus one request method, ``semsoft``.
+
+One forward pass per document (only the answer position's logits are materialised, via ``logits_to_keep``)
+yields both the constrained baseline and Semantic Softmax for every τ of a sweep. HFLM's own methods are
+inherited untouched, so every stock task still runs on this backend.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from lm_eval.api.registry import register_model
+from lm_eval.models.huggingface import HFLM
+from tqdm import tqdm
+
+from semcal_eval.models import resolve_pretrained
+from semcal_eval.scoring import (
+    LabelTrie,
+    SemSoftError,
+    apply_fallback,
+    label_embeddings,
+    semantic_softmax,
+    validate_hparams,
+    validate_labels,
+)
+
+log = logging.getLogger(__name__)
+
+
+def tau_key(tau: float) -> str:
+    """Canonical string for τ, used as a JSON key and in filter names (0.2 → '0.2')."""
+    return f"{float(tau):g}"
+
+
+class _LabelSet:
+    """Everything that depends only on the label set: token ids, trie, unit-norm label embeddings."""
+
+    def __init__(self, labels: list[str], label_tokens: list[list[int]], weight: torch.Tensor, mode: str):
+        self.labels = labels
+        self.trie = LabelTrie(label_tokens)
+        self.emb = label_embeddings(weight, label_tokens, mode)
+        if self.trie.collisions:
+            log.warning(
+                "semsoft: labels share a first token %s; the constrained baseline separates them with %d extra "
+                "forward row(s) per document; with label_embedding='first' their semsoft scores coincide",
+                [[labels[i].strip() for i in g] for g in self.trie.collisions],
+                len(self.trie.branch_prefixes),
+            )
+
+
+@register_model("hf-semsoft")
+class SemSoftLM(HFLM):
+    """HFLM with a ``semsoft`` request type (Semantic Softmax + constrained baseline from one pass).
+
+    ``pretrained`` also accepts catalogue names, ``semcal:smollm2-135m`` (see ``semcal-eval models list``).
+    """
+
+    def __init__(self, pretrained="semcal:smollm2-135m", **kwargs):
+        if isinstance(pretrained, str):
+            pretrained = resolve_pretrained(pretrained)
+        super().__init__(pretrained=pretrained, **kwargs)
+        self._label_sets: dict[tuple, _LabelSet] = {}
+
+    # -- pieces -------------------------------------------------------------------------------------------
+    @property
+    def output_embedding(self) -> torch.Tensor:
+        """The lm_head weight E (V'×d); rows past ``len(tokenizer)`` are padding."""
+        return self.model.get_output_embeddings().weight
+
+    @property
+    def vocab_valid(self) -> int:
+        return min(len(self.tokenizer), self.output_embedding.shape[0])
+
+    def encode_choices(self, context: str, continuations: list[str]) -> tuple[list[int], list[list[int]]]:
+        """Tokenise like lm-eval's loglikelihood, so single-token labels score exactly as there."""
+        if context == "":
+            ctx = [self.prefix_token_id]
+            conts = [self.tok_encode(c, add_special_tokens=False) for c in continuations]
+            return ctx, conts
+        pairs = [self._encode_pair(context, c) for c in continuations]
+        return pairs[0][0], [c for _, c in pairs]
+
+    def last_token_logits(self, seqs: list[list[int]]) -> torch.Tensor:
+        """Logits at the last position of each sequence (B×V), one forward pass, no other positions kept."""
+        max_len = self.max_length
+        seqs = [s[-max_len:] for s in seqs]
+        lengths = [len(s) for s in seqs]
+        width = max(lengths)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+            mask[i, : len(s)] = 1
+        last = torch.tensor(lengths) - 1
+        keep = torch.unique(last)
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        with torch.no_grad():
+            try:
+                out = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep.to(self.device)).logits
+                col = torch.searchsorted(keep, last)
+            except TypeError:  # models without logits_to_keep: keep every position
+                out = self.model(input_ids=ids, attention_mask=mask).logits
+                col = last
+        return out[torch.arange(len(seqs)), col.to(out.device)].float()
+
+    def _label_set(self, labels: tuple[str, ...], tokens: list[list[int]], mode: str) -> _LabelSet:
+        key = (labels, tuple(map(tuple, tokens)), mode)
+        if key not in self._label_sets:
+            self._label_sets[key] = _LabelSet(list(labels), tokens, self.output_embedding.detach(), mode)
+        return self._label_sets[key]
+
+    # -- the request type ----------------------------------------------------------------------------------
+    def semsoft(self, requests, disable_tqdm: bool = False) -> list[dict]:
+        """Answer ``semsoft`` requests: ``Instance.args = (context, spec)``.
+
+        ``spec`` = {"choices": [continuation strings, target delimiter included], "top_k": K,
+        "tau": τ or [τ...], "label_embedding": "first"|"mean"}.
+
+        Returns per request {"baseline": [L], "semsoft": {τ: [L]}, "fallback": {τ: bool}, "topk_mass": float,
+        "collisions": [[label, ...]], "top_tokens": [[token, p], ...]}.
+        """
+        prepared = []
+        for req in requests:
+            context, spec = req.args
+            labels = list(spec["choices"])
+            validate_labels(labels)
+            taus = validate_hparams(spec.get("tau", 0.2), spec.get("top_k", 100), self.vocab_valid)
+            ctx, conts = self.encode_choices(context, labels)
+            lset = self._label_set(tuple(labels), conts, spec.get("label_embedding", "first"))
+            prepared.append((req, ctx, lset, taus, int(spec.get("top_k", 100))))
+
+        results: list[dict | None] = [None] * len(prepared)
+        # Longest first, so padding is small within a batch and an OOM would show up at once.
+        order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i][1]))
+        bs = self.batch_size if isinstance(self.batch_size, int) and self.batch_size > 0 else 8
+        pbar = tqdm(total=len(order), desc="Running semsoft requests", disable=disable_tqdm or self.rank != 0)
+        for start in range(0, len(order), bs):
+            chunk = [prepared[i] for i in order[start : start + bs]]
+            rows = [ctx for _, ctx, *_ in chunk]
+            extra = []  # (doc position in chunk, prefix) for collision branches
+            for j, (_, ctx, lset, *_r) in enumerate(chunk):
+                for prefix in lset.trie.branch_prefixes:
+                    extra.append((j, prefix))
+                    rows.append(ctx + list(prefix))
+            logits = self.last_token_logits(rows)
+            bad = ~torch.isfinite(logits[: len(chunk)]).all(dim=-1)
+            if bad.any():
+                req = chunk[int(bad.nonzero()[0])][0]
+                raise SemSoftError(
+                    f"non-finite (NaN/inf) logits for document {req.doc_id} of task {req.task_name}: "
+                    "the model produced invalid scores; load it in float32 (dtype=float32) and check the weights"
+                )
+            for j, (req, ctx, lset, taus, top_k) in enumerate(chunk):
+                branch_lp = {
+                    prefix: torch.log_softmax(logits[len(chunk) + e], dim=-1)
+                    for e, (jj, prefix) in enumerate(extra)
+                    if jj == j
+                }
+                results[order[start + j]] = self._score_one(logits[j : j + 1], lset, taus, top_k, branch_lp)
+            pbar.update(len(chunk))
+        pbar.close()
+        return results
+
+    def _score_one(self, logits, lset: _LabelSet, taus, top_k, branch_lp) -> dict:
+        out = semantic_softmax(logits, self.output_embedding.detach(), lset.emb, taus, top_k, self.vocab_valid)
+        baseline = lset.trie.constrained(out["log_probs"][0], branch_lp)
+        p_sem = apply_fallback(out["p_sem"][:, 0], out["fallback"][:, 0], baseline)
+        top5 = out["log_probs"][0].topk(5)
+        return {
+            "baseline": baseline.tolist(),
+            "semsoft": {tau_key(t): p_sem[i].tolist() for i, t in enumerate(taus)},
+            "fallback": {tau_key(t): bool(out["fallback"][i, 0]) for i, t in enumerate(taus)},
+            "topk_mass": float(out["topk_mass"][0]),
+            "collisions": [[lset.labels[i].strip() for i in g] for g in lset.trie.collisions],
+            "top_tokens": [[self.tokenizer.decode([int(t)]), float(p.exp())] for p, t in zip(*top5)],
+        }

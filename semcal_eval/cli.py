@@ -1,0 +1,133 @@
+"""``semcal-eval``: a drop-in for ``lm_eval`` plus semcal's own verbs.
+
+    semcal-eval [lm_eval flags...]            → lm-eval's CLI, with hf-semsoft registered and semcal's tasks found
+    semcal-eval models list|install|path ...  → the offline model catalogue
+    semcal-eval report RESULTS_DIR            → reliability diagrams, histograms, τ sweep, Markdown tables
+    semcal-eval board submit|render|serve ... → the calibration leaderboard
+    semcal-eval train CONFIG [overrides]      → the CSR / RLVR / RLCR trainer
+
+lm-eval's own sub-commands (``run``, ``ls``, ``validate``) and its legacy flag-only form both work unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+VERBS = {
+    "models": ("semcal_eval.models", "main"),
+    "report": ("semcal_eval.report", "main"),
+    "board": ("leaderboards.cli", "main"),
+    "train": ("trainers.cli", "main"),
+}
+
+_SEMCAL_NAME = re.compile(r"(?P<key>(?:^|[,\s])(?:pretrained|tokenizer)=)semcal:(?P<name>[A-Za-z0-9_.\-]+)")
+
+
+class CLIError(SystemExit):
+    """Exit with a message (code 2), the way argparse reports usage errors."""
+
+    def __init__(self, msg: str):
+        print(f"semcal-eval: error: {msg}", file=sys.stderr)
+        super().__init__(2)
+
+
+def register_backends() -> None:
+    """Register semcal's lm-eval model backends *after* lm-eval's own.
+
+    Importing ``lm_eval.models`` first matters: the registry is filled by that import, and registering into a
+    registry lm-eval has not populated yet would leave ``--model hf`` unknown.
+    """
+    import lm_eval.models  # noqa: F401
+
+    import semcal_eval.backend  # noqa: F401  (registers hf-semsoft)
+    import semcal_eval.filters  # noqa: F401  (registers semsoft_select & co.)
+
+
+def resolve_model_args(argv: list[str]) -> list[str]:
+    """Rewrite ``pretrained=semcal:NAME`` (and ``tokenizer=``) to the catalogue model's cached folder."""
+    from semcal_eval.models import resolve_pretrained
+
+    def sub(m: re.Match) -> str:
+        return m.group("key") + resolve_pretrained("semcal:" + m.group("name"))
+
+    return [_SEMCAL_NAME.sub(sub, a) for a in argv]
+
+
+def include_paths(user: str | list | None) -> list[str]:
+    """semcal's packaged task folder first, then the user's own ``--include_path`` (``:``-separated allowed)."""
+    from semcal_eval import TASKS_DIR
+
+    paths = [str(TASKS_DIR)]
+    for entry in [user] if isinstance(user, str) else (user or []):
+        paths += [p for p in str(entry).split(os.pathsep) if p]
+    return paths
+
+
+def check_semsoft_backend(model: str | None, tasks: list[str] | None) -> None:
+    """Semsoft tasks need a backend with a ``semsoft`` method; say so before any model is loaded."""
+    if not tasks:
+        return
+    from lm_eval.api.registry import get_model
+
+    from semcal_eval.semsoft_task import semsoft_task_names
+
+    wanted = {t for task in tasks for t in str(task).split(",")}
+    semsoft = sorted(wanted & semsoft_task_names())
+    if not semsoft:
+        return
+    name = model or "hf"
+    try:
+        cls = get_model(name)
+    except Exception:
+        return  # lm-eval reports unknown models itself
+    if not hasattr(cls, "semsoft"):
+        raise CLIError(
+            f"task(s) {', '.join(semsoft)} need the full next-token distribution, which --model {name} does not "
+            "provide (it has no `semsoft` method); run them with --model hf-semsoft, or use the *_base variants "
+            "for stock scoring"
+        )
+
+
+def run_lm_eval(argv: list[str]) -> int:
+    """Hand ``argv`` to lm-eval's own CLI after registering semcal's backends and task folder."""
+    register_backends()
+    argv = resolve_model_args(argv)
+    from lm_eval._cli import HarnessCLI
+    from lm_eval.utils import setup_logging
+
+    setup_logging()
+    saved = sys.argv
+    sys.argv = ["semcal-eval", *argv]
+    try:
+        parser = HarnessCLI()
+        args = parser.parse_args()  # lm-eval's own parsing: every lm_eval flag keeps its meaning
+    finally:
+        sys.argv = saved
+    if hasattr(args, "include_path"):
+        args.include_path = include_paths(args.include_path)
+    if getattr(args, "command", None) == "run":
+        check_semsoft_backend(getattr(args, "model", None), getattr(args, "tasks", None))
+    parser.execute(args)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in VERBS:
+        import importlib
+
+        module, fn = VERBS[argv[0]]
+        try:
+            entry = getattr(importlib.import_module(module), fn)
+        except ModuleNotFoundError as e:
+            raise CLIError(f"`semcal-eval {argv[0]}` is unavailable: {e}") from e
+        return int(entry(argv[1:]) or 0)
+    if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
+        print(__doc__)
+    return run_lm_eval(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,932 @@
+"""Calibration and proper-score metrics: arrays in, floats out.
+
+Pure numpy (plus sklearn/scipy where they already do the job). Every public function validates
+its input and raises ``ValueError`` naming the problem (NaN/inf, shape mismatch, confidence outside
+[0, 1], probability rows that do not sum to 1, labels out of range, empty input).
+
+Conventions
+-----------
+* ``conf``: top-label confidence in [0, 1]; ``correct``: 0/1 correctness of the top label.
+* ``probs``: (n, K) probability matrix, rows sum to 1 within :data:`PROB_SUM_ATOL`.
+* ``labels``: the gold label per document. Accepted forms:
+  a 1-D integer array; a list whose entries are an ``int`` or a list of acceptable gold ints
+  (any-gold, Contract 1 of docs/ARCHITECTURE.md); or a 2-D *boolean* (n, K) multi-hot matrix.
+  With several golds a prediction is correct when it is any of them; proper scores
+  (multiclass Brier, NLL) and class-wise ECE score against the *normalised multi-hot target*
+  t = multi-hot / (number of golds), which reduces to the one-hot target for a single gold.
+* Soft-label (binary) metrics take ``p`` = predicted P(positive) and ``t`` = annotator fraction.
+
+Binning
+-------
+Equal-width ("uniform") bins with M bins are [0, 1/M], (1/M, 2/M], ..., ((M-1)/M, 1]: a confidence of
+exactly 0.0 lands in the first bin and exactly 1.0 in the last. Equal-mass ("mass") bins cut at the
+order statistics s[ceil(b*n/M) - 1] (b = 1..M-1) of the sorted confidences and assign by *value*
+(bin b = (edge_b, edge_{b+1}]), so tied confidences always share a bin and the result does not
+depend on document order; heavy ties can leave some bins empty (they are skipped).
+
+Empty bins never break a metric: they contribute weight 0 to ECE/RMS-CE and are ignored by MCE;
+:func:`reliability_table` reports them with count 0 and NaN means.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "SemcalMetricWarning",
+    "PROB_SUM_ATOL",
+    "NLL_EPS",
+    "bin_indices",
+    "bin_edges",
+    "reliability_table",
+    "ece",
+    "ece_uw15",
+    "ece_uw10",
+    "ece_em15",
+    "mce",
+    "rms_ce",
+    "classwise_ece",
+    "brier_multiclass",
+    "brier_confidence",
+    "brier_soft",
+    "murphy_decomposition",
+    "brier_multiclass_decomposition",
+    "nll_multiclass",
+    "nll_confidence",
+    "nll_soft",
+    "auroc_confidence",
+    "auroc_class",
+    "aurc",
+    "acc_at_coverage",
+    "accuracy",
+    "macro_f1",
+    "soft_ece",
+    "pearson",
+    "spearman",
+    "mae",
+    "extreme_rate",
+    "bootstrap_ci",
+    "gold_matrix",
+    "top_label",
+    "classification_report",
+    "confidence_report",
+    "CI_METRICS",
+]
+
+#: Rows of a probability matrix must sum to 1 within this absolute tolerance (float16/float32
+#: softmax outputs over a few dozen classes stay well inside it).
+PROB_SUM_ATOL = 1e-3
+#: Confidences/probabilities may overshoot [0, 1] by this much (float rounding) and are clipped.
+RANGE_ATOL = 1e-6
+#: Log-loss clipping: probabilities are clipped to [eps, 1 - eps] with the float64 machine epsilon
+#: (~2.2e-16, so a zero probability costs -log(eps) ~= 36.04 nats), exactly as sklearn.metrics.log_loss.
+NLL_EPS = float(np.finfo(np.float64).eps)
+
+
+class SemcalMetricWarning(UserWarning):
+    """A metric is undefined on this input (e.g. AUROC with one class) and was returned as NaN."""
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, SemcalMetricWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------------------------
+
+
+def _float_1d(x: Any, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be a 1-D array of numbers ({e})") from None
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} is empty: metrics need at least one document")
+    bad = ~np.isfinite(a)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name} contains {int(bad.sum())} NaN/inf value(s) (first at index {i}: {a[i]}); "
+            "drop or fix those documents before computing metrics"
+        )
+    return a
+
+
+def _unit(x: Any, name: str) -> np.ndarray:
+    a = _float_1d(x, name)
+    lo, hi = a.min(), a.max()
+    if lo < -RANGE_ATOL or hi > 1 + RANGE_ATOL:
+        raise ValueError(
+            f"{name} must lie in [0, 1], got values in [{lo:.6g}, {hi:.6g}]; "
+            "pass probabilities, not logits or percentages"
+        )
+    return np.clip(a, 0.0, 1.0)
+
+
+def _binary(x: Any, name: str) -> np.ndarray:
+    a = _float_1d(x, name)
+    if not np.all((a == 0) | (a == 1)):
+        bad = a[(a != 0) & (a != 1)][:3]
+        raise ValueError(f"{name} must be 0/1 (or bool), got values such as {bad.tolist()}")
+    return a
+
+
+def _same_len(*pairs: tuple[str, np.ndarray]) -> None:
+    n0 = len(pairs[0][1])
+    for name, a in pairs[1:]:
+        if len(a) != n0:
+            raise ValueError(
+                f"shape mismatch: {pairs[0][0]} has {n0} documents but {name} has {len(a)}"
+            )
+
+
+def _conf_correct(conf: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
+    c = _unit(conf, "conf")
+    y = _binary(correct, "correct")
+    _same_len(("conf", c), ("correct", y))
+    return c, y
+
+
+def _p_t(p: Any, t: Any) -> tuple[np.ndarray, np.ndarray]:
+    pp = _unit(p, "p")
+    tt = _unit(t, "t")
+    _same_len(("p", pp), ("t", tt))
+    return pp, tt
+
+
+def _probs(probs: Any) -> np.ndarray:
+    try:
+        P = np.asarray(probs, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"probs must be an (n, K) array of numbers ({e})") from None
+    if P.ndim != 2:
+        raise ValueError(f"probs must be 2-D (n documents, K classes), got shape {P.shape}")
+    if P.shape[0] == 0:
+        raise ValueError("probs is empty: metrics need at least one document")
+    if P.shape[1] < 2:
+        raise ValueError(f"probs needs at least 2 classes, got shape {P.shape}")
+    bad = ~np.isfinite(P)
+    if bad.any():
+        i = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(f"probs contains NaN/inf (first in row {i}: {P[i].tolist()})")
+    if P.min() < -RANGE_ATOL or P.max() > 1 + RANGE_ATOL:
+        raise ValueError(
+            f"probs must lie in [0, 1], got values in [{P.min():.6g}, {P.max():.6g}]; "
+            "apply softmax to logits first"
+        )
+    s = P.sum(axis=1)
+    off = np.abs(s - 1.0) > PROB_SUM_ATOL
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise ValueError(
+            f"{int(off.sum())} probability row(s) do not sum to 1 (tolerance {PROB_SUM_ATOL}); "
+            f"row {i} sums to {s[i]:.6g}; renormalise them first"
+        )
+    return np.clip(P, 0.0, 1.0)
+
+
+def gold_matrix(labels: Any, n_classes: int) -> np.ndarray:
+    """Boolean (n, K) multi-hot matrix of acceptable golds.
+
+    ``labels`` may be a 1-D int array, a list of ``int | list[int]`` (any-gold) or already a
+    2-D bool matrix.
+
+    >>> gold_matrix([1, [0, 2]], 3).astype(int).tolist()
+    [[0, 1, 0], [1, 0, 1]]
+    """
+    K = int(n_classes)
+    if isinstance(labels, np.ndarray) and labels.dtype == bool:
+        if labels.ndim != 2 or labels.shape[1] != K:
+            raise ValueError(f"boolean gold matrix must have shape (n, {K}), got {labels.shape}")
+        if not labels.any(axis=1).all():
+            i = int(np.flatnonzero(~labels.any(axis=1))[0])
+            raise ValueError(f"document {i} has no gold label")
+        return labels
+    arr = None
+    if isinstance(labels, np.ndarray) and labels.ndim == 1 and labels.dtype != object:
+        arr = labels
+    elif isinstance(labels, (list, tuple)) and all(
+        isinstance(g, (int, np.integer, float, np.floating)) and not isinstance(g, bool)
+        for g in labels
+    ):
+        arr = np.asarray(labels)
+    if arr is not None:
+        if arr.size == 0:
+            raise ValueError("labels is empty: metrics need at least one document")
+        a = np.asarray(arr, dtype=np.float64)
+        if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
+            raise ValueError("labels must be integer class indices (no NaN, no fractions)")
+        a = a.astype(np.int64)
+        if a.min() < 0 or a.max() >= K:
+            raise ValueError(f"labels must be in [0, {K - 1}], got values in [{a.min()}, {a.max()}]")
+        M = np.zeros((len(a), K), dtype=bool)
+        M[np.arange(len(a)), a] = True
+        return M
+    if not isinstance(labels, (list, tuple, np.ndarray)):
+        raise ValueError(f"labels must be a sequence of gold indices, got {type(labels).__name__}")
+    if len(labels) == 0:
+        raise ValueError("labels is empty: metrics need at least one document")
+    M = np.zeros((len(labels), K), dtype=bool)
+    for i, g in enumerate(labels):
+        gs = list(g) if isinstance(g, (list, tuple, np.ndarray)) else [g]
+        if not gs:
+            raise ValueError(f"document {i} has an empty gold list")
+        for k in gs:
+            if isinstance(k, bool) or not float(k).is_integer():
+                raise ValueError(f"document {i}: gold {k!r} is not an integer class index")
+            k = int(k)
+            if not 0 <= k < K:
+                raise ValueError(f"document {i}: gold {k} outside [0, {K - 1}]")
+            M[i, k] = True
+    return M
+
+
+def _probs_gold(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    P = _probs(probs)
+    G = gold_matrix(labels, P.shape[1])
+    if G.shape[0] != P.shape[0]:
+        raise ValueError(
+            f"shape mismatch: probs has {P.shape[0]} documents but labels has {G.shape[0]}"
+        )
+    return P, G
+
+
+def top_label(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(conf, pred, correct): conf = max prob, pred = argmax (ties -> lowest index), correct = pred in gold.
+
+    >>> c, p, y = top_label([[0.2, 0.8], [0.5, 0.5]], [1, 1])
+    >>> c.tolist(), p.tolist(), y.tolist()
+    ([0.8, 0.5], [1, 0], [1.0, 0.0])
+    """
+    P, G = _probs_gold(probs, labels)
+    pred = P.argmax(axis=1)
+    conf = P[np.arange(len(P)), pred]
+    correct = G[np.arange(len(P)), pred].astype(np.float64)
+    return conf, pred, correct
+
+
+# --------------------------------------------------------------------------------------------
+# binning
+# --------------------------------------------------------------------------------------------
+
+
+def _check_bins(n_bins: int) -> int:
+    if int(n_bins) != n_bins or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    return int(n_bins)
+
+
+def bin_edges(conf: Any, n_bins: int = 15, scheme: str = "uniform") -> np.ndarray:
+    """The M+1 bin edges; bin b is (edges[b], edges[b+1]] and the first bin also holds edges[0]=0.
+
+    >>> bin_edges([0.1, 0.9], 4).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    >>> bin_edges([0.1, 0.2, 0.3, 0.4], 2, "mass").tolist()
+    [0.0, 0.2, 1.0]
+    """
+    M = _check_bins(n_bins)
+    if scheme == "uniform":
+        return np.linspace(0.0, 1.0, M + 1)
+    if scheme == "mass":
+        c = np.sort(_unit(conf, "conf"))
+        n = len(c)
+        b = np.arange(1, M)
+        # upper edge of bin b-1 = the ceil(b*n/M)-th smallest value; computed in integers so
+        # float rounding can never move a cut
+        idx = np.maximum((b * n + M - 1) // M - 1, 0)
+        return np.concatenate([[0.0], c[idx], [1.0]])
+    raise ValueError(f"scheme must be 'uniform' or 'mass', got {scheme!r}")
+
+
+def bin_indices(conf: Any, n_bins: int = 15, scheme: str = "uniform") -> np.ndarray:
+    """Bin index (0..M-1) of every confidence; see the module docstring for the bin definitions.
+
+    >>> bin_indices([0.0, 0.25, 0.26, 1.0], 4).tolist()
+    [0, 0, 1, 3]
+    """
+    c = _unit(conf, "conf")
+    edges = bin_edges(c, n_bins, scheme)
+    # number of interior edges strictly below c  ==  b with edges[b] < c <= edges[b+1]
+    return np.searchsorted(edges[1:-1], c, side="left")
+
+
+def _binned(x: np.ndarray, y: np.ndarray, n_bins: int, scheme: str):
+    M = _check_bins(n_bins)
+    edges = bin_edges(x, M, scheme)
+    idx = np.searchsorted(edges[1:-1], x, side="left")
+    cnt = np.bincount(idx, minlength=M).astype(np.float64)
+    sx = np.bincount(idx, weights=x, minlength=M)
+    sy = np.bincount(idx, weights=y, minlength=M)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.where(cnt > 0, sx / np.where(cnt > 0, cnt, 1), np.nan)
+        my = np.where(cnt > 0, sy / np.where(cnt > 0, cnt, 1), np.nan)
+    return edges, idx, cnt, mx, my
+
+
+def reliability_table(
+    conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform"
+) -> dict[str, np.ndarray]:
+    """Per-bin reliability statistics.
+
+    Returns a dict of arrays of length ``n_bins``: ``lower``, ``upper`` (bin (lower, upper]),
+    ``count``, ``conf`` (mean confidence), ``acc`` (accuracy). Empty bins have count 0 and NaN means.
+
+    >>> t = reliability_table([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2)
+    >>> t["count"].tolist(), t["conf"].round(3).tolist(), t["acc"].tolist()
+    ([1.0, 2.0], [0.1, 0.85], [0.0, 0.5])
+    """
+    c, y = _conf_correct(conf, correct)
+    edges, _, cnt, mc, my = _binned(c, y, n_bins, scheme)
+    return {"lower": edges[:-1], "upper": edges[1:], "count": cnt, "conf": mc, "acc": my}
+
+
+def _gaps(x: np.ndarray, y: np.ndarray, n_bins: int, scheme: str):
+    _, _, cnt, mx, my = _binned(x, y, n_bins, scheme)
+    keep = cnt > 0
+    return cnt[keep] / len(x), np.abs(mx[keep] - my[keep])
+
+
+# --------------------------------------------------------------------------------------------
+# calibration errors
+# --------------------------------------------------------------------------------------------
+
+
+def ece(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
+    """Top-label expected calibration error, ECE = sum_b (n_b / n) |acc_b - conf_b|  (Guo et al. 2017).
+
+    Hand check: conf [0.9, 0.8, 0.1], correct [1, 0, 0], 2 uniform bins
+    -> bin [0, .5]: {0.1} gap 0.1; bin (.5, 1]: {0.9, 0.8} gap |0.5 - 0.85| = 0.35;
+    ECE = 1/3 * 0.1 + 2/3 * 0.35 = 0.2667.
+
+    >>> round(ece([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2), 4)
+    0.2667
+    """
+    c, y = _conf_correct(conf, correct)
+    w, g = _gaps(c, y, n_bins, scheme)
+    return float(np.sum(w * g))
+
+
+def ece_uw15(conf: Any, correct: Any) -> float:
+    """ECE with 15 equal-width bins."""
+    return ece(conf, correct, 15, "uniform")
+
+
+def ece_uw10(conf: Any, correct: Any) -> float:
+    """ECE with 10 equal-width bins."""
+    return ece(conf, correct, 10, "uniform")
+
+
+def ece_em15(conf: Any, correct: Any) -> float:
+    """ECE with 15 equal-mass bins (Nixon et al. 2019 / Roelofs et al. 2022 'ECE_EM')."""
+    return ece(conf, correct, 15, "mass")
+
+
+def mce(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
+    """Maximum calibration error, max over non-empty bins of |acc_b - conf_b|.
+
+    >>> round(mce([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2), 4)
+    0.35
+    """
+    c, y = _conf_correct(conf, correct)
+    _, g = _gaps(c, y, n_bins, scheme)
+    return float(g.max())
+
+
+def rms_ce(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
+    """Root-mean-square calibration error, sqrt(sum_b (n_b / n) (acc_b - conf_b)^2).
+
+    >>> round(rms_ce([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2), 4)  # sqrt(0.01/3 + 2*0.1225/3)
+    0.2915
+    """
+    c, y = _conf_correct(conf, correct)
+    w, g = _gaps(c, y, n_bins, scheme)
+    return float(math.sqrt(np.sum(w * g * g)))
+
+
+def classwise_ece(probs: Any, labels: Any, n_bins: int = 15) -> float:
+    """Class-wise ECE (Kull et al. 2019): mean over *all* K classes of the equal-width ECE of
+    P(class k) against the target for k (1[y = k]; with several golds the normalised multi-hot
+    weight). Classes that never occur still count: mass put on them is miscalibration.
+
+    Hand check, 2 bins: class 0 has P = [0.9, 0.4] vs target [1, 1] -> (0.1 + 0.6) / 2 = 0.35;
+    class 1 has P = [0.1, 0.6] vs [0, 0] -> (0.1 + 0.6) / 2 = 0.35; mean 0.35.
+
+    >>> round(classwise_ece([[0.9, 0.1], [0.4, 0.6]], [0, 0], n_bins=2), 4)
+    0.35
+    """
+    P, G = _probs_gold(probs, labels)
+    T = G / G.sum(axis=1, keepdims=True)
+    M = _check_bins(n_bins)
+    tot = 0.0
+    for k in range(P.shape[1]):
+        w, g = _gaps(P[:, k], T[:, k], M, "uniform")
+        tot += float(np.sum(w * g))
+    return tot / P.shape[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Brier scores and decompositions
+# --------------------------------------------------------------------------------------------
+
+
+def _target(G: np.ndarray) -> np.ndarray:
+    return G / G.sum(axis=1, keepdims=True)
+
+
+def brier_multiclass(probs: Any, labels: Any) -> float:
+    """Multiclass Brier score (Brier 1950), mean_i sum_k (p_ik - t_ik)^2, range [0, 2].
+
+    t is one-hot (normalised multi-hot with several golds).
+
+    >>> brier_multiclass([[0.5, 0.5], [1.0, 0.0]], [0, 1])  # (0.25+0.25 + 1+1) / 2
+    1.25
+    """
+    P, G = _probs_gold(probs, labels)
+    return float(np.mean(np.sum((P - _target(G)) ** 2, axis=1)))
+
+
+def brier_confidence(conf: Any, correct: Any) -> float:
+    """Top-label (confidence) Brier score, mean (conf - correct)^2, range [0, 1].
+
+    >>> round(brier_confidence([0.9, 0.2], [1, 1]), 4)  # (0.01 + 0.64) / 2
+    0.325
+    """
+    c, y = _conf_correct(conf, correct)
+    return float(np.mean((c - y) ** 2))
+
+
+def brier_soft(p: Any, t: Any) -> float:
+    """Soft-label Brier score, mean (p - t)^2 with t the annotator fraction.
+
+    >>> round(brier_soft([0.7, 0.2], [0.5, 0.0]), 4)  # (0.04 + 0.04) / 2
+    0.04
+    """
+    pp, tt = _p_t(p, t)
+    return float(np.mean((pp - tt) ** 2))
+
+
+def _murphy(f: np.ndarray, o: np.ndarray, n_bins: int, scheme: str) -> dict[str, float]:
+    _, _, cnt, mf, mo = _binned(f, o, n_bins, scheme)
+    keep = cnt > 0
+    w = cnt[keep] / len(f)
+    obar = float(np.mean(o))
+    rel = float(np.sum(w * (mf[keep] - mo[keep]) ** 2))
+    res = float(np.sum(w * (mo[keep] - obar) ** 2))
+    unc = obar * (1 - obar)
+    bs = float(np.mean((f - o) ** 2))
+    return {
+        "brier": bs,
+        "reliability": rel,
+        "resolution": res,
+        "uncertainty": unc,
+        "residual": bs - (rel - res + unc),
+    }
+
+
+def murphy_decomposition(
+    conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform"
+) -> dict[str, float]:
+    """Murphy (1973) decomposition of the confidence Brier score: BS ~ REL - RES + UNC.
+
+    REL = sum_b w_b (conf_b - acc_b)^2, RES = sum_b w_b (acc_b - acc)^2, UNC = acc (1 - acc),
+    with w_b = n_b / n over bins. The identity is exact only when confidences are constant within
+    each bin; ``residual`` = BS - (REL - RES + UNC) is the within-bin variance term that binning
+    leaves over. Binning bias: with few documents per bin the sample REL is biased upwards (sampling
+    noise in acc_b adds ~acc_b(1-acc_b)/n_b; Broecker 2012), so compare REL only at equal n.
+
+    >>> d = murphy_decomposition([0.8, 0.8, 0.2, 0.2], [1, 0, 0, 0], n_bins=2)
+    >>> [round(d[k], 4) for k in ("brier", "reliability", "resolution", "uncertainty")]
+    [0.19, 0.065, 0.0625, 0.1875]
+    >>> abs(d["residual"]) < 1e-12  # confidences constant within bins -> exact identity
+    True
+    """
+    c, y = _conf_correct(conf, correct)
+    return _murphy(c, y, n_bins, scheme)
+
+
+def brier_multiclass_decomposition(
+    probs: Any, labels: Any, n_bins: int = 15
+) -> dict[str, float]:
+    """Class-wise Murphy decomposition of the multiclass Brier score.
+
+    The multiclass Brier score is the sum over classes of the binary Brier score of P(k) vs t_k,
+    so each term (reliability, resolution, uncertainty, residual) is the sum of the per-class
+    binned binary terms (equal-width bins on P(k)); same binning caveats as
+    :func:`murphy_decomposition`.
+    """
+    P, G = _probs_gold(probs, labels)
+    T = _target(G)
+    out = dict.fromkeys(("brier", "reliability", "resolution", "uncertainty", "residual"), 0.0)
+    for k in range(P.shape[1]):
+        d = _murphy(P[:, k], T[:, k], n_bins, "uniform")
+        for key in out:
+            out[key] += d[key]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# log scores
+# --------------------------------------------------------------------------------------------
+
+
+def nll_multiclass(probs: Any, labels: Any) -> float:
+    """Negative log-likelihood, mean_i -sum_k t_ik log clip(p_ik, eps, 1-eps)  (nats).
+
+    Probabilities are clipped with :data:`NLL_EPS` (float64 machine epsilon), the same rule as
+    ``sklearn.metrics.log_loss``, so a zero probability on the gold costs ~36.04 nats instead of inf.
+
+    >>> round(nll_multiclass([[0.5, 0.5], [0.8, 0.2]], [0, 0]), 4)  # (ln 2 + ln 1.25) / 2
+    0.4581
+    """
+    P, G = _probs_gold(probs, labels)
+    Pc = np.clip(P, NLL_EPS, 1 - NLL_EPS)
+    T = _target(G)
+    return float(np.mean(-np.sum(T * np.log(Pc), axis=1)))
+
+
+def _bernoulli_ce(p: np.ndarray, t: np.ndarray) -> float:
+    pc = np.clip(p, NLL_EPS, 1 - NLL_EPS)
+    return float(np.mean(-(t * np.log(pc) + (1 - t) * np.log1p(-pc))))
+
+
+def nll_confidence(conf: Any, correct: Any) -> float:
+    """Binary log loss of the confidence as P(correct): mean -[y log c + (1-y) log(1-c)] (eps-clipped).
+
+    >>> round(nll_confidence([0.5, 0.9], [1, 0]), 4)  # (ln 2 + ln 10) / 2
+    1.4979
+    """
+    c, y = _conf_correct(conf, correct)
+    return _bernoulli_ce(c, y)
+
+
+def nll_soft(p: Any, t: Any) -> float:
+    """Cross-entropy to Bernoulli(t): mean -[t log p + (1-t) log(1-p)] (eps-clipped, nats).
+
+    Its minimum over p is the entropy H(t), not 0, when annotators disagree.
+
+    >>> round(nll_soft([0.5], [0.3]), 4)  # ln 2
+    0.6931
+    """
+    pp, tt = _p_t(p, t)
+    return _bernoulli_ce(pp, tt)
+
+
+# --------------------------------------------------------------------------------------------
+# discrimination and selective prediction
+# --------------------------------------------------------------------------------------------
+
+
+def auroc_confidence(conf: Any, correct: Any) -> float:
+    """AUROC of the confidence for separating correct from wrong answers (sklearn roc_auc_score).
+
+    If all answers are correct (or all wrong) AUROC is undefined: returns NaN and emits a
+    :class:`SemcalMetricWarning` (never a silent 0.5).
+    """
+    from sklearn.metrics import roc_auc_score
+
+    c, y = _conf_correct(conf, correct)
+    if y.min() == y.max():
+        _warn(
+            f"auroc_confidence undefined: all {len(y)} answers are "
+            f"{'correct' if y[0] else 'wrong'}; returning NaN"
+        )
+        return float("nan")
+    return float(roc_auc_score(y, c))
+
+
+def auroc_class(probs: Any, labels: Any) -> float:
+    """One-vs-rest macro AUROC: mean over classes k of roc_auc_score(1[k in gold], P(k)).
+
+    Only classes that are *present* (at least one document with k among its golds) and not
+    universal (at least one without) are averaged; the others have no defined AUROC and are
+    skipped (their count is not reported here). If no class qualifies: NaN + SemcalMetricWarning.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    P, G = _probs_gold(probs, labels)
+    pos = G.sum(axis=0)
+    ok = np.flatnonzero((pos > 0) & (pos < len(G)))
+    if len(ok) == 0:
+        _warn("auroc_class undefined: no class has both positive and negative documents; returning NaN")
+        return float("nan")
+    return float(np.mean([roc_auc_score(G[:, k], P[:, k]) for k in ok]))
+
+
+def _expected_cum_errors(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """E[# errors among the k most confident], k = 1..n, ties in conf broken uniformly at random."""
+    order = np.argsort(-conf, kind="stable")
+    c = conf[order]
+    e = 1.0 - correct[order]
+    n = len(c)
+    # tie groups in the sorted order
+    start = np.r_[True, c[1:] != c[:-1]]
+    gid = np.cumsum(start) - 1
+    gstart = np.flatnonzero(start)
+    gsize = np.diff(np.r_[gstart, n])
+    gerr = np.add.reduceat(e, gstart)
+    before = np.r_[0.0, np.cumsum(gerr)[:-1]]
+    j = np.arange(n) - gstart[gid] + 1  # position within the tie group, 1-based
+    return before[gid] + j * gerr[gid] / gsize[gid]
+
+
+def aurc(conf: Any, correct: Any) -> float:
+    """Area under the risk-coverage curve (Geifman & El-Yaniv 2017; Geifman et al. 2018).
+
+    Documents are ranked by decreasing confidence; risk(k) = error rate among the k most confident;
+    AURC = (1/n) sum_{k=1..n} risk(k). Lower is better. Ties: a tied group is scored by the expected
+    risk over uniformly random orderings within the group, so the value never depends on input order.
+
+    >>> round(aurc([0.9, 0.8, 0.7], [1, 0, 1]), 4)  # risks 0, 1/2, 1/3 -> mean 0.2778
+    0.2778
+    >>> aurc([0.5, 0.5], [1, 0])  # tie: expected risks 1/2, 1/2
+    0.5
+    """
+    c, y = _conf_correct(conf, correct)
+    E = _expected_cum_errors(c, y)
+    return float(np.mean(E / np.arange(1, len(c) + 1)))
+
+
+def acc_at_coverage(conf: Any, correct: Any, coverage: float = 0.1) -> float:
+    """Accuracy on the ceil(coverage * n) most confident documents (ties: expected value over random
+    tie-breaking, as in :func:`aurc`).
+
+    >>> acc_at_coverage([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 1], coverage=0.5)
+    0.5
+    """
+    if not 0 < coverage <= 1:
+        raise ValueError(f"coverage must be in (0, 1], got {coverage}")
+    c, y = _conf_correct(conf, correct)
+    n = len(c)
+    k = max(1, min(n, math.ceil(coverage * n - 1e-9)))
+    E = _expected_cum_errors(c, y)
+    return float(1.0 - E[k - 1] / k)
+
+
+# --------------------------------------------------------------------------------------------
+# accuracy / F1
+# --------------------------------------------------------------------------------------------
+
+
+def accuracy(correct: Any) -> float:
+    """Mean of the 0/1 correctness vector.
+
+    >>> accuracy([1, 0, 1, 1])
+    0.75
+    """
+    return float(np.mean(_binary(correct, "correct")))
+
+
+def macro_f1(pred: Any, labels: Any, n_classes: int) -> float:
+    """Macro F1 over all ``n_classes`` classes (sklearn f1_score, labels=range(K), zero_division=0).
+
+    Every class is kept, so a class never predicted and never gold scores 0 and pulls the mean down.
+    With several acceptable golds, the reference label of a document is the prediction when it is
+    one of the golds, otherwise the lowest-index gold.
+    """
+    from sklearn.metrics import f1_score
+
+    K = int(n_classes)
+    pr = _float_1d(pred, "pred")
+    if not np.all(pr == np.round(pr)) or pr.min() < 0 or pr.max() >= K:
+        raise ValueError(f"pred must be integer class indices in [0, {K - 1}]")
+    pr = pr.astype(np.int64)
+    G = gold_matrix(labels, K)
+    if len(G) != len(pr):
+        raise ValueError(f"shape mismatch: pred has {len(pr)} documents but labels has {len(G)}")
+    hit = G[np.arange(len(pr)), pr]
+    ref = np.where(hit, pr, G.argmax(axis=1))
+    return float(f1_score(ref, pr, labels=list(range(K)), average="macro", zero_division=0))
+
+
+# --------------------------------------------------------------------------------------------
+# soft-label metrics
+# --------------------------------------------------------------------------------------------
+
+
+def soft_ece(p: Any, t: Any, n_bins: int = 15) -> float:
+    """Soft-label ECE: equal-width bins on p, sum_b (n_b / n) |mean_b p - mean_b t|.
+
+    >>> round(soft_ece([0.9, 0.8, 0.1], [0.5, 0.5, 0.0], n_bins=2), 4)  # 1/3*0.1 + 2/3*0.35
+    0.2667
+    """
+    pp, tt = _p_t(p, t)
+    w, g = _gaps(pp, tt, n_bins, "uniform")
+    return float(np.sum(w * g))
+
+
+def _corr(kind: str, x: Any, y: Any) -> float:
+    from scipy import stats
+
+    a, b = _float_1d(x, "p"), _float_1d(y, "t")
+    _same_len(("p", a), ("t", b))
+    if len(a) < 2 or a.min() == a.max() or b.min() == b.max():
+        _warn(f"{kind} correlation undefined (fewer than 2 documents or a constant input); returning NaN")
+        return float("nan")
+    fn = stats.pearsonr if kind == "pearson" else stats.spearmanr
+    return float(fn(a, b)[0])
+
+
+def pearson(p: Any, t: Any) -> float:
+    """Pearson correlation of predicted p and annotator fraction t (scipy); NaN + warning if constant."""
+    return _corr("pearson", p, t)
+
+
+def spearman(p: Any, t: Any) -> float:
+    """Spearman rank correlation of p and t (scipy); NaN + warning if constant."""
+    return _corr("spearman", p, t)
+
+
+def mae(p: Any, t: Any) -> float:
+    """Mean absolute error, mean |p - t|.
+
+    >>> round(mae([0.7, 0.2], [0.5, 0.0]), 4)
+    0.2
+    """
+    pp, tt = _p_t(p, t)
+    return float(np.mean(np.abs(pp - tt)))
+
+
+def extreme_rate(p: Any, lo: float = 0.1, hi: float = 0.9) -> float:
+    """Share of documents with an extreme prediction, p < lo or p > hi.
+
+    >>> extreme_rate([0.05, 0.5, 0.95, 0.9])
+    0.5
+    """
+    pp = _unit(p, "p")
+    return float(np.mean((pp < lo) | (pp > hi)))
+
+
+# --------------------------------------------------------------------------------------------
+# bootstrap
+# --------------------------------------------------------------------------------------------
+
+
+def bootstrap_ci(
+    metric_fn: Callable[..., float],
+    *arrays: Any,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap (1 - alpha) confidence interval of ``metric_fn(*arrays)``.
+
+    Documents (rows, shared across all ``arrays``) are resampled with replacement ``n_boot`` times
+    with ``numpy.random.default_rng(seed)``. Replicates where the metric is NaN (e.g. a resample with
+    a single class for AUROC) are ignored; if more than half are NaN a SemcalMetricWarning says so,
+    and if all are NaN the interval is (NaN, NaN). SemcalMetricWarnings raised inside replicates are
+    silenced (they are summarised by that count instead).
+    """
+    if not arrays:
+        raise ValueError("bootstrap_ci needs at least one array to resample")
+    if n_boot < 1 or not 0 < alpha < 1:
+        raise ValueError(f"need n_boot >= 1 and 0 < alpha < 1, got n_boot={n_boot}, alpha={alpha}")
+    arrs = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in arrays]
+    n = len(arrs[0])
+    if n == 0:
+        raise ValueError("bootstrap_ci got an empty array")
+    for i, a in enumerate(arrs[1:], 1):
+        if len(a) != n:
+            raise ValueError(f"shape mismatch: array 0 has {n} documents but array {i} has {len(a)}")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    vals = np.empty(n_boot)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SemcalMetricWarning)
+        for r in range(n_boot):
+            vals[r] = metric_fn(*[a[idx[r]] for a in arrs])
+    ok = np.isfinite(vals)
+    if ok.sum() < n_boot / 2:
+        _warn(
+            f"bootstrap_ci: {n_boot - int(ok.sum())} of {n_boot} replicates of "
+            f"{getattr(metric_fn, '__name__', 'metric')} were NaN"
+        )
+    if not ok.any():
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(vals[ok], [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+# --------------------------------------------------------------------------------------------
+# reports
+# --------------------------------------------------------------------------------------------
+
+#: Metrics that get a bootstrap CI in the reports (the cheap, headline ones; class-wise AUROC
+#: over many classes is too slow to bootstrap by default).
+CI_METRICS = ("acc", "ece_uw15", "brier_mc", "brier_conf", "nll", "auroc_conf", "aurc",
+              "soft_brier", "soft_ece", "soft_nll")
+
+
+def _conf_metrics(c: np.ndarray, y: np.ndarray, n_bins: int) -> dict[str, Callable[[], float]]:
+    return {
+        "acc": lambda: accuracy(y),
+        "ece_uw15": lambda: ece(c, y, n_bins, "uniform"),
+        "ece_uw10": lambda: ece(c, y, 10, "uniform"),
+        "ece_em15": lambda: ece(c, y, n_bins, "mass"),
+        "mce": lambda: mce(c, y, n_bins),
+        "rms_ce": lambda: rms_ce(c, y, n_bins),
+        "brier_conf": lambda: brier_confidence(c, y),
+        "nll_conf": lambda: nll_confidence(c, y),
+        "auroc_conf": lambda: auroc_confidence(c, y),
+        "aurc": lambda: aurc(c, y),
+        "acc_at_10cov": lambda: acc_at_coverage(c, y, 0.1),
+    }
+
+
+# (name -> (function of the resampled arrays, which arrays)) for the CI computation
+_CI_FNS: dict[str, tuple[Callable[..., float], tuple[str, ...]]] = {
+    "acc": (lambda c, y: accuracy(y), ("c", "y")),
+    "ece_uw15": (lambda c, y: ece(c, y, 15), ("c", "y")),
+    "brier_conf": (brier_confidence, ("c", "y")),
+    "auroc_conf": (auroc_confidence, ("c", "y")),
+    "aurc": (aurc, ("c", "y")),
+    "brier_mc": (brier_multiclass, ("P", "G")),
+    "nll": (nll_multiclass, ("P", "G")),
+    "soft_brier": (brier_soft, ("p", "t")),
+    "soft_ece": (soft_ece, ("p", "t")),
+    "soft_nll": (nll_soft, ("p", "t")),
+}
+
+
+def _add_cis(out: dict[str, float], data: dict[str, np.ndarray], n_boot: int, seed: int) -> None:
+    for name in CI_METRICS:
+        if name not in out:
+            continue
+        fn, keys = _CI_FNS[name]
+        lo, hi = bootstrap_ci(fn, *[data[k] for k in keys], n_boot=n_boot, seed=seed)
+        out[f"{name}_ci_lo"], out[f"{name}_ci_hi"] = lo, hi
+
+
+def confidence_report(
+    conf: Any, correct: Any, n_bins: int = 15, ci: bool = True, seed: int = 0, n_boot: int = 1000
+) -> dict[str, float]:
+    """All confidence metrics (acc, ece_uw15/uw10/em15, mce, rms_ce, brier_conf, nll_conf, auroc_conf,
+    aurc, acc_at_10cov) plus ``<name>_ci_lo/_ci_hi`` for those in :data:`CI_METRICS` when ``ci``."""
+    c, y = _conf_correct(conf, correct)
+    out = {k: f() for k, f in _conf_metrics(c, y, n_bins).items()}
+    if ci:
+        _add_cis(out, {"c": c, "y": y}, n_boot, seed)
+    return out
+
+
+def classification_report(
+    probs: Any,
+    gold: Any = None,
+    soft: Any = None,
+    n_bins: int = 15,
+    ci: bool = True,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> dict[str, float]:
+    """The whole classification metric set, keyed by the aggregation names of semcal_eval.aggregations.
+
+    Top-label metrics from (conf, correct) = (max prob, argmax in gold), plus macro_f1, classwise_ece,
+    brier_mc, nll, auroc_class. With ``soft`` (binary tasks, t = annotator fraction of class 1):
+    soft_brier, soft_ece, soft_nll, pearson, spearman, soft_mae, extreme_rate; if ``gold`` is None
+    the hard label is t >= 0.5.
+    """
+    P = _probs(probs)
+    K = P.shape[1]
+    t = None
+    if soft is not None:
+        if K != 2:
+            raise ValueError(f"soft labels need binary probs (K = 2), got K = {K}")
+        t = _unit(soft, "soft")
+        _same_len(("probs", P[:, 0]), ("soft", t))
+        if gold is None:
+            gold = (t >= 0.5).astype(np.int64)
+    if gold is None:
+        raise ValueError("classification_report needs gold labels (or soft labels for binary tasks)")
+    G = gold_matrix(gold, K)
+    c, pred, y = top_label(P, G)
+    out = {k: f() for k, f in _conf_metrics(c, y, n_bins).items()}
+    out["macro_f1"] = macro_f1(pred, G, K)
+    out["classwise_ece"] = classwise_ece(P, G, n_bins)
+    out["brier_mc"] = brier_multiclass(P, G)
+    out["nll"] = nll_multiclass(P, G)
+    out["auroc_class"] = auroc_class(P, G)
+    data = {"c": c, "y": y, "P": P, "G": G}
+    if t is not None:
+        p = P[:, 1]
+        out.update(
+            soft_brier=brier_soft(p, t),
+            soft_ece=soft_ece(p, t, n_bins),
+            soft_nll=nll_soft(p, t),
+            pearson=pearson(p, t),
+            spearman=spearman(p, t),
+            soft_mae=mae(p, t),
+            extreme_rate=extreme_rate(p),
+        )
+        data.update(p=p, t=t)
+    if ci:
+        _add_cis(out, data, n_boot, seed)
+    return out

@@ -1,0 +1,47 @@
+"""GoEmotions task hooks: data, prompt, labels. Scoring lives in semcal_eval."""
+
+from __future__ import annotations
+
+from semcal_eval.data import GOEMOTIONS_LABELS, lm_eval_dataset
+from semcal_eval.semsoft_task import SemSoftTask  # noqa: F401  (YAML: class: !function utils.SemSoftTask)
+from semcal_eval.tasks_common import make_mc_process_results
+
+PROMPT = (
+    "Which emotion does this Reddit comment express? "
+    "Answer with exactly one word from this list: {labels}.\n\n"
+    "Comment: {text}\n"
+    "Emotion:"
+)
+_LABEL_LIST = ", ".join(GOEMOTIONS_LABELS)
+
+
+def load_single_label(**kwargs):
+    """Rows with exactly one gold label (the default policy; 4,590 of the 5,427 test rows)."""
+    return lm_eval_dataset("goemotions", **kwargs).filter(lambda d: len(d["labels"]) == 1)
+
+
+def load_all_rows(**kwargs):
+    return lm_eval_dataset("goemotions", **kwargs)
+
+
+def doc_to_text(doc) -> str:
+    return PROMPT.format(labels=_LABEL_LIST, text=doc["text"].strip())
+
+
+def doc_to_choice(doc) -> list[str]:
+    return list(GOEMOTIONS_LABELS)
+
+
+def doc_to_target(doc) -> int:
+    return int(doc["labels"][0])
+
+
+def doc_to_golds(doc) -> list[int]:
+    return [int(x) for x in doc["labels"]]
+
+
+# goemotions_base: lm-eval's multiple_choice requests, scored with the calibration metrics of its metric_list.
+process_mc_results = make_mc_process_results(
+    doc_to_target,
+    ["acc", "macro_f1", "ece_uw15", "ece_uw10", "ece_em15", "brier_mc", "nll", "auroc_conf", "auroc_class"],
+)

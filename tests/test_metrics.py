@@ -1,0 +1,386 @@
+"""semcal_eval.metrics against sklearn/scipy, hand-computed cases and edge cases."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import brier_score_loss, f1_score, log_loss, roc_auc_score
+
+from semcal_eval import metrics as m
+from semcal_eval.metrics import SemcalMetricWarning
+
+
+def _rand_probs(n, k, seed=0, temp=1.0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 2 / temp
+    p = np.exp(z - z.max(1, keepdims=True))
+    return p / p.sum(1, keepdims=True), rng
+
+
+def _naive_ece(conf, correct, n_bins):
+    """Independent loop implementation of the documented bins [0,1/M], ((b-1)/M, b/M]."""
+    conf, correct = np.asarray(conf, float), np.asarray(correct, float)
+    tot, n = 0.0, len(conf)
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        sel = (conf > lo) & (conf <= hi) if b > 0 else (conf >= lo) & (conf <= hi)
+        if sel.any():
+            tot += sel.sum() / n * abs(conf[sel].mean() - correct[sel].mean())
+    return tot
+
+
+# ---------------------------------------------------------------- binning
+
+
+def test_conf_one_in_last_bin_and_zero_in_first():
+    for M in (1, 10, 15):
+        idx = m.bin_indices([0.0, 1.0], M)
+        assert idx.tolist() == [0, M - 1]
+    t = m.reliability_table([1.0, 1.0, 0.0], [1, 1, 0], n_bins=15)
+    assert t["count"][-1] == 2 and t["count"][0] == 1
+    assert m.ece([1.0, 1.0, 0.0], [1, 1, 0]) == 0.0
+
+
+def test_bin_upper_edge_is_inclusive():
+    # 0.5 with 2 bins belongs to [0, 0.5]; 0.5000001 to (0.5, 1]
+    assert m.bin_indices([0.5, 0.5000001], 2).tolist() == [0, 1]
+    # 0.6 with 5 bins: (0.4, 0.6]; a naive ceil(c*M)-1 gives 3 because 0.6*5 = 3.0000000000000004
+    assert m.bin_indices([0.6], 5).tolist() == [2]
+
+
+def test_ece_matches_naive_loop_on_random_data():
+    rng = np.random.default_rng(1)
+    for n in (1, 7, 200):
+        conf = rng.uniform(size=n)
+        conf[: n // 3] = np.round(conf[: n // 3], 1)  # values on bin edges
+        correct = (rng.uniform(size=n) < conf).astype(int)
+        for M in (1, 10, 15):
+            assert m.ece(conf, correct, M) == pytest.approx(_naive_ece(conf, correct, M), abs=1e-12)
+
+
+def test_ece_hand_computed():
+    # 4 docs, 2 bins: [0,0.5] holds 0.2 (wrong) and 0.4 (right): conf 0.3, acc 0.5, gap 0.2
+    # (0.5,1] holds 0.6 (right) and 1.0 (right): conf 0.8, acc 1, gap 0.2 -> ECE 0.2, MCE 0.2
+    conf, correct = [0.2, 0.4, 0.6, 1.0], [0, 1, 1, 1]
+    assert m.ece(conf, correct, 2) == pytest.approx(0.2)
+    assert m.mce(conf, correct, 2) == pytest.approx(0.2)
+    assert m.rms_ce(conf, correct, 2) == pytest.approx(0.2)
+    # one bin: |mean conf 0.55 - acc 0.75| = 0.2 as well; 4 bins: gaps .2,.6,.4,0 each weight 1/4
+    assert m.ece(conf, correct, 4) == pytest.approx((0.2 + 0.6 + 0.4 + 0.0) / 4)
+    assert m.mce(conf, correct, 4) == pytest.approx(0.6)
+    assert m.rms_ce(conf, correct, 4) == pytest.approx(math.sqrt((0.04 + 0.36 + 0.16) / 4))
+
+
+def test_empty_bins_reported_not_breaking():
+    t = m.reliability_table([0.95, 0.97], [1, 0], n_bins=15)
+    assert t["count"].sum() == 2 and (t["count"] == 0).sum() == 14
+    assert np.isnan(t["conf"][0]) and np.isnan(t["acc"][0])
+    assert t["lower"][0] == 0.0 and t["upper"][-1] == 1.0
+    assert m.ece([0.95, 0.97], [1, 0]) == pytest.approx(abs(0.96 - 0.5))
+    assert np.isfinite(m.mce([0.95, 0.97], [1, 0]))
+
+
+def test_equal_mass_bins():
+    rng = np.random.default_rng(2)
+    conf = rng.uniform(size=150)
+    idx = m.bin_indices(conf, 15, "mass")
+    assert np.bincount(idx, minlength=15).tolist() == [10] * 15
+    correct = (rng.uniform(size=150) < conf).astype(int)
+    # reference: split the sorted confidences into 15 chunks of 10
+    order = np.argsort(conf)
+    ref = sum(
+        len(ch) / 150 * abs(conf[ch].mean() - correct[ch].mean()) for ch in np.array_split(order, 15)
+    )
+    assert m.ece_em15(conf, correct) == pytest.approx(ref)
+    # permutation invariance, and ties never split across bins
+    perm = rng.permutation(150)
+    assert m.ece_em15(conf[perm], correct[perm]) == pytest.approx(m.ece_em15(conf, correct))
+    tied = np.r_[np.full(60, 1.0), rng.uniform(size=40)]
+    idx = m.bin_indices(tied, 15, "mass")
+    assert len(set(idx[:60].tolist())) == 1
+    assert m.bin_indices([0.3] * 5, 15, "mass").tolist() == [0] * 5
+
+
+def test_named_wrappers():
+    p, rng = _rand_probs(300, 4, seed=3)
+    y = rng.integers(0, 4, 300)
+    c, _, corr = m.top_label(p, y)
+    assert m.ece_uw15(c, corr) == m.ece(c, corr, 15, "uniform")
+    assert m.ece_uw10(c, corr) == m.ece(c, corr, 10, "uniform")
+    assert m.ece_em15(c, corr) == m.ece(c, corr, 15, "mass")
+    assert m.ece_uw10(c, corr) != m.ece_uw15(c, corr)
+
+
+# ---------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    "conf, correct, msg",
+    [
+        ([0.5, float("nan")], [1, 0], "NaN"),
+        ([0.5, float("inf")], [1, 0], "NaN/inf"),
+        ([0.5, 1.2], [1, 0], r"\[0, 1\]"),
+        ([0.5, -0.1], [1, 0], r"\[0, 1\]"),
+        ([0.5, 0.6], [1, 0, 1], "shape mismatch"),
+        ([0.5, 0.6], [1, 2], "0/1"),
+        ([], [], "empty"),
+        ([[0.5, 0.6]], [[1, 0]], "1-D"),
+    ],
+)
+def test_confidence_input_errors(conf, correct, msg):
+    with pytest.raises(ValueError, match=msg):
+        m.ece(conf, correct)
+
+
+def test_probs_input_errors():
+    with pytest.raises(ValueError, match="do not sum to 1"):
+        m.brier_multiclass([[0.5, 0.6]], [0])
+    with pytest.raises(ValueError, match="NaN"):
+        m.nll_multiclass([[float("nan"), 1.0]], [0])
+    with pytest.raises(ValueError, match="shape mismatch"):
+        m.nll_multiclass([[0.5, 0.5]], [0, 1])
+    with pytest.raises(ValueError, match=r"outside \[0, 1\]|in \[0, 1\]"):
+        m.nll_multiclass([[0.5, 0.5]], [2])
+    with pytest.raises(ValueError, match="2-D"):
+        m.nll_multiclass([0.5, 0.5], [0])
+    with pytest.raises(ValueError, match="integer"):
+        m.nll_multiclass([[0.5, 0.5]], [0.5])
+    with pytest.raises(ValueError, match="empty gold"):
+        m.nll_multiclass([[0.5, 0.5]], [[]])
+    # float rounding just outside [0, 1] is tolerated
+    assert m.ece([1.0 + 1e-9, 0.0], [1, 0]) == pytest.approx(0.0)
+
+
+# ---------------------------------------------------------------- Brier / NLL vs sklearn
+
+
+def test_brier_and_nll_vs_sklearn():
+    p, rng = _rand_probs(500, 5, seed=4)
+    y = rng.integers(0, 5, 500)
+    assert m.nll_multiclass(p, y) == pytest.approx(log_loss(y, y_proba=p, labels=range(5)), rel=1e-12)
+    onehot = np.eye(5)[y]
+    assert m.brier_multiclass(p, y) == pytest.approx(np.mean(np.sum((p - onehot) ** 2, 1)))
+    c, _, corr = m.top_label(p, y)
+    assert m.brier_confidence(c, corr) == pytest.approx(brier_score_loss(corr, c))
+    assert m.nll_confidence(c, corr) == pytest.approx(log_loss(corr, y_proba=c, labels=[0, 1]))
+    # binary: multiclass Brier = 2 x sklearn's binary Brier of P(class 1)
+    pb, rng = _rand_probs(200, 2, seed=5)
+    yb = rng.integers(0, 2, 200)
+    assert m.brier_multiclass(pb, yb) == pytest.approx(2 * brier_score_loss(yb, pb[:, 1]))
+
+
+def test_nll_zero_probability_is_clipped_like_sklearn():
+    p = np.array([[1.0, 0.0], [0.3, 0.7]])
+    y = [1, 1]
+    assert m.nll_multiclass(p, y) == pytest.approx(log_loss(y, y_proba=p, labels=[0, 1]))
+    assert m.nll_multiclass(p, y) == pytest.approx((-math.log(m.NLL_EPS) - math.log(0.7)) / 2)
+    assert math.isfinite(m.nll_confidence([1.0], [0]))
+
+
+def test_brier_ranges_and_extremes():
+    assert m.brier_multiclass([[1.0, 0.0, 0.0]], [1]) == 2.0
+    assert m.brier_multiclass([[0.0, 1.0, 0.0]], [1]) == 0.0
+    assert m.brier_confidence([1.0], [0]) == 1.0
+
+
+def test_any_gold_uses_normalised_multihot_target():
+    p = [[0.5, 0.3, 0.2]]
+    # golds {0, 2}: target [.5, 0, .5]
+    assert m.brier_multiclass(p, [[0, 2]]) == pytest.approx(0 + 0.09 + 0.09)
+    assert m.nll_multiclass(p, [[0, 2]]) == pytest.approx(-(0.5 * math.log(0.5) + 0.5 * math.log(0.2)))
+    c, pred, corr = m.top_label([[0.2, 0.5, 0.3], [0.2, 0.5, 0.3]], [[0, 1], [2, 0]])
+    assert corr.tolist() == [1.0, 0.0]
+    # bool multi-hot matrix is the same as the list form
+    G = m.gold_matrix([[0, 1], [2, 0]], 3)
+    assert m.nll_multiclass([[0.2, 0.5, 0.3]] * 2, G) == m.nll_multiclass(
+        [[0.2, 0.5, 0.3]] * 2, [[0, 1], [2, 0]]
+    )
+
+
+def test_soft_scores_hand_computed():
+    p, t = [0.8, 0.1, 0.5], [0.6, 0.0, 0.5]
+    assert m.brier_soft(p, t) == pytest.approx((0.04 + 0.01 + 0) / 3)
+    assert m.mae(p, t) == pytest.approx((0.2 + 0.1 + 0) / 3)
+    ce = -(0.6 * math.log(0.8) + 0.4 * math.log(0.2)) - math.log(0.9) + math.log(2)
+    assert m.nll_soft(p, t) == pytest.approx(ce / 3)
+    # hard targets: equals sklearn log loss
+    assert m.nll_soft([0.8, 0.3], [1, 0]) == pytest.approx(log_loss([1, 0], y_proba=[0.8, 0.3]))
+    # 3 bins on p: [0,1/3]: {0.1 vs 0}; (1/3,2/3]: {0.5 vs 0.5}; (2/3,1]: {0.8 vs 0.6}
+    assert m.soft_ece(p, t, n_bins=3) == pytest.approx((0.1 + 0 + 0.2) / 3)
+    assert m.extreme_rate([0.05, 0.1, 0.9, 0.95, 0.5]) == pytest.approx(2 / 5)
+
+
+def test_correlations_vs_scipy_and_constant_input():
+    rng = np.random.default_rng(6)
+    p, t = rng.uniform(size=50), rng.uniform(size=50)
+    assert m.pearson(p, t) == pytest.approx(stats.pearsonr(p, t)[0])
+    assert m.spearman(p, t) == pytest.approx(stats.spearmanr(p, t)[0])
+    for fn in (m.pearson, m.spearman):
+        with pytest.warns(SemcalMetricWarning, match="constant"):
+            assert math.isnan(fn([0.5] * 5, t[:5]))
+        with pytest.warns(SemcalMetricWarning):
+            assert math.isnan(fn([0.5], [0.2]))
+
+
+def test_murphy_decomposition_identity():
+    rng = np.random.default_rng(7)
+    # confidences on bin midpoints -> constant within bins -> exact identity
+    conf = (rng.integers(0, 10, 400) + 0.5) / 10
+    corr = (rng.uniform(size=400) < conf).astype(int)
+    d = m.murphy_decomposition(conf, corr, n_bins=10)
+    assert d["brier"] == pytest.approx(brier_score_loss(corr, conf))
+    assert d["reliability"] - d["resolution"] + d["uncertainty"] == pytest.approx(d["brier"])
+    assert abs(d["residual"]) < 1e-12
+    p, rng = _rand_probs(300, 3, seed=8)
+    y = rng.integers(0, 3, 300)
+    dm = m.brier_multiclass_decomposition(p, y)
+    assert dm["brier"] == pytest.approx(m.brier_multiclass(p, y))
+    assert dm["reliability"] - dm["resolution"] + dm["uncertainty"] + dm["residual"] == pytest.approx(
+        dm["brier"]
+    )
+
+
+# ---------------------------------------------------------------- AUROC
+
+
+def test_auroc_vs_sklearn():
+    p, rng = _rand_probs(400, 4, seed=9)
+    y = rng.integers(0, 4, 400)
+    c, _, corr = m.top_label(p, y)
+    assert m.auroc_confidence(c, corr) == pytest.approx(roc_auc_score(corr, c))
+    assert m.auroc_class(p, y) == pytest.approx(roc_auc_score(y, p, multi_class="ovr", average="macro"))
+    pb, rng = _rand_probs(100, 2, seed=10)
+    yb = rng.integers(0, 2, 100)
+    assert m.auroc_class(pb, yb) == pytest.approx(roc_auc_score(yb, pb[:, 1]))
+
+
+def test_auroc_single_class_is_nan_with_warning():
+    with pytest.warns(SemcalMetricWarning, match="all 3 answers are correct"):
+        assert math.isnan(m.auroc_confidence([0.2, 0.9, 0.5], [1, 1, 1]))
+    with pytest.warns(SemcalMetricWarning):
+        assert math.isnan(m.auroc_confidence([0.2], [0]))
+    with pytest.warns(SemcalMetricWarning, match="no class"):
+        assert math.isnan(m.auroc_class([[0.3, 0.7], [0.6, 0.4]], [1, 1]))
+
+
+def test_auroc_class_skips_absent_classes():
+    p, rng = _rand_probs(200, 4, seed=11)
+    y = rng.integers(0, 3, 200)  # class 3 never gold
+    ref = np.mean([roc_auc_score(y == k, p[:, k]) for k in range(3)])
+    assert m.auroc_class(p, y) == pytest.approx(ref)
+
+
+# ---------------------------------------------------------------- selective prediction
+
+
+def test_aurc_hand_computed_and_ties():
+    # sorted by conf: right, wrong, right, wrong -> risks 0, 1/2, 1/3, 1/2
+    conf, corr = [0.9, 0.7, 0.8, 0.1], [1, 1, 0, 0]
+    assert m.aurc(conf, corr) == pytest.approx((0 + 0.5 + 1 / 3 + 0.5) / 4)
+    # a full tie is the mean over orderings: enumerate both orderings of [right, wrong]
+    #   (R, W): risks 0, 1/2 ; (W, R): risks 1, 1/2 -> expected (0.25 + 0.75)/2 = 0.5
+    assert m.aurc([0.4, 0.4], [1, 0]) == pytest.approx(0.5)
+    # order of input never matters with ties
+    rng = np.random.default_rng(12)
+    c = np.round(rng.uniform(size=60), 1)
+    y = (rng.uniform(size=60) < c).astype(int)
+    perm = rng.permutation(60)
+    assert m.aurc(c[perm], y[perm]) == pytest.approx(m.aurc(c, y))
+    # perfect ranking of 2 right then 2 wrong: risks 0, 0, 1/3, 1/2
+    assert m.aurc([0.9, 0.8, 0.2, 0.1], [1, 1, 0, 0]) == pytest.approx((1 / 3 + 1 / 2) / 4)
+
+
+def test_aurc_tie_expectation_matches_enumeration():
+    import itertools
+
+    conf = np.array([0.9, 0.5, 0.5, 0.5, 0.2])
+    corr = np.array([1, 0, 1, 0, 1])
+    vals = []
+    for perm in itertools.permutations([1, 2, 3]):
+        order = [0, *perm, 4]
+        y = corr[order]
+        vals.append(np.mean(np.cumsum(1 - y) / np.arange(1, 6)))
+    assert m.aurc(conf, corr) == pytest.approx(np.mean(vals))
+
+
+def test_acc_at_coverage():
+    conf = np.linspace(0.01, 1.0, 100)
+    corr = (conf > 0.5).astype(int)
+    assert m.acc_at_coverage(conf, corr, 0.1) == 1.0
+    assert m.acc_at_coverage(conf, corr, 1.0) == pytest.approx(0.5)
+    assert m.acc_at_coverage([0.3], [1], 0.1) == 1.0  # n = 1 -> one document
+    with pytest.raises(ValueError, match="coverage"):
+        m.acc_at_coverage(conf, corr, 0.0)
+
+
+# ---------------------------------------------------------------- accuracy / F1
+
+
+def test_macro_f1_vs_sklearn_keeps_all_classes():
+    rng = np.random.default_rng(13)
+    y = rng.integers(0, 3, 100)
+    pred = rng.integers(0, 3, 100)
+    ref = f1_score(y, pred, labels=range(5), average="macro", zero_division=0)
+    assert m.macro_f1(pred, y, 5) == pytest.approx(ref)
+    # classes 3, 4 count as zeros: 5-class macro F1 = 3/5 of the 3-class one
+    assert m.macro_f1(pred, y, 5) == pytest.approx(f1_score(y, pred, average="macro") * 3 / 5)
+    # any-gold: a prediction within the gold list is a hit
+    assert m.macro_f1([1, 0], [[0, 1], [0]], 2) == 1.0
+    assert m.accuracy([True, False]) == 0.5
+
+
+def test_n_equals_one():
+    assert m.ece([0.7], [1]) == pytest.approx(0.3)
+    assert m.ece_em15([0.7], [1]) == pytest.approx(0.3)
+    assert m.aurc([0.7], [0]) == 1.0
+    assert m.brier_multiclass([[0.6, 0.4]], [0]) == pytest.approx(0.32)
+    assert m.classwise_ece([[0.6, 0.4]], [0]) == pytest.approx(0.4)
+
+
+# ---------------------------------------------------------------- bootstrap / reports
+
+
+def test_bootstrap_ci_seeded_and_covers():
+    rng = np.random.default_rng(14)
+    y = (rng.uniform(size=400) < 0.7).astype(int)
+    lo, hi = m.bootstrap_ci(m.accuracy, y, n_boot=300, seed=1)
+    assert (lo, hi) == m.bootstrap_ci(m.accuracy, y, n_boot=300, seed=1)
+    assert (lo, hi) != m.bootstrap_ci(m.accuracy, y, n_boot=300, seed=2)
+    se = math.sqrt(y.mean() * (1 - y.mean()) / 400)
+    assert lo < y.mean() < hi
+    assert hi - lo == pytest.approx(2 * 1.96 * se, rel=0.2)
+
+
+def test_bootstrap_ci_nan_replicates():
+    # 1 wrong of 3: ~30% of resamples are single-class -> ignored silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lo, hi = m.bootstrap_ci(m.auroc_confidence, [0.9, 0.8, 0.1], [1, 1, 0], n_boot=200)
+    assert lo == hi == 1.0
+    with pytest.warns(SemcalMetricWarning, match="200 of 200"):
+        lo, hi = m.bootstrap_ci(m.auroc_confidence, [0.9, 0.8], [1, 1], n_boot=200)
+    assert math.isnan(lo) and math.isnan(hi)
+    with pytest.raises(ValueError, match="shape mismatch"):
+        m.bootstrap_ci(m.ece, [0.1, 0.2], [1])
+
+
+def test_classification_report_consistent():
+    p, rng = _rand_probs(300, 2, seed=15)
+    t = np.clip(p[:, 1] + rng.normal(0, 0.1, 300), 0, 1)
+    r = m.classification_report(p, None, soft=t, n_boot=50)
+    gold = (t >= 0.5).astype(int)
+    c, pred, corr = m.top_label(p, gold)
+    assert r["acc"] == pytest.approx(np.mean(pred == gold))
+    assert r["ece_uw15"] == m.ece_uw15(c, corr)
+    assert r["nll"] == pytest.approx(log_loss(gold, y_proba=p, labels=[0, 1]))
+    assert r["soft_brier"] == pytest.approx(np.mean((p[:, 1] - t) ** 2))
+    assert r["ece_uw15_ci_lo"] <= r["ece_uw15"] <= r["ece_uw15_ci_hi"] or r["ece_uw15"] < 0.05
+    for k in ("macro_f1", "auroc_class", "pearson", "extreme_rate", "soft_nll_ci_hi"):
+        assert k in r
+    assert all(isinstance(v, float) for v in r.values())
+    r2 = m.confidence_report(c, corr, ci=False)
+    assert set(r2) < set(r) and r2["aurc"] == r["aurc"]
+    with pytest.raises(ValueError, match="binary"):
+        m.classification_report(np.full((2, 3), 1 / 3), [0, 1], soft=[0.1, 0.2])

@@ -1,0 +1,202 @@
+"""Training configuration: defaults, YAML loading, ``--set key=value`` overrides and up-front validation.
+
+A config is a nested dict. Top-level sections:
+
+- ``method``: ``csr`` | ``rlvr`` | ``rlcr``
+- ``model``: ``semcal:NAME`` (resolved by :func:`semcal_eval.models.resolve_pretrained`), a local folder or a hub id
+- ``data``: which training questions and how prompts are written
+- ``reward``: judge, ε, reading, λ(t) schedule, group gathering
+- ``lora``: optional LoRA through peft
+- ``grpo``: passed verbatim to :class:`trl.GRPOConfig` (any of its fields)
+- ``evaluate`` / ``submit``: the harness run and leaderboard submission after training
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainers.rewards import validate_calibration_args
+
+METHODS = ("csr", "rlvr", "rlcr")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
+
+DEFAULTS: dict[str, Any] = {
+    "method": "csr",
+    "model": "semcal:smollm2-135m",
+    "output_dir": "runs/csr",
+    "seed": 42,
+    "resume_from_checkpoint": None,
+    "data": {
+        "dataset": "hotpotqa",
+        "split": "train",
+        "limit": None,  # first N rows after a seeded shuffle; None = all
+        "shuffle_seed": 0,
+        "prompt_style": "plain",  # plain text prompt, or "chat" (conversational, the tokenizer's chat template)
+        # Matches the nq_open family in lm-eval (Q:/A:), so the trained checkpoint meets the same prompt in eval.
+        "prompt_template": "Answer these questions:\n\nQ: {question}?\nA:",
+    },
+    "reward": {
+        "judge": "f1",
+        "judge_kwargs": {},
+        "eps": 1e-3,
+        "reading": "rollout",
+        "lambda_schedule": "linear",
+        "lambda_max": 1.0,
+        "lambda_min": 0.0,
+        "lambda_step_fraction": 0.5,
+        "gather_groups": False,
+    },
+    "lora": {
+        "enabled": False,
+        "r": 16,
+        "alpha": 32,
+        "dropout": 0.0,
+        "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "gate_proj"],
+        "merge_on_save": True,  # also write a merged full model to OUTPUT/final for `pretrained=DIR`
+    },
+    "grpo": {
+        "num_generations": 4,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "max_completion_length": 32,
+        "max_steps": 100,
+        "learning_rate": 1e-5,
+        "temperature": 1.0,
+        "beta": 0.0,
+        "logging_steps": 1,
+        "save_steps": 50,
+        "save_total_limit": 3,
+        "report_to": ["tensorboard"],
+        "use_cpu": False,
+        "bf16": False,
+        "fp16": False,
+        "gradient_checkpointing": False,
+        "shuffle_dataset": True,
+    },
+    "evaluate": {
+        "enabled": False,
+        "tasks": [],
+        "limit": None,
+        "batch_size": 8,
+        "extra_args": [],
+    },
+    "submit": {"enabled": False, "name": None},
+}
+
+
+def deep_merge(base: dict, update: dict) -> dict:
+    """Recursive dict merge; ``update`` wins, nested dicts merge key by key."""
+    out = copy.deepcopy(base)
+    for k, v in (update or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def apply_override(cfg: dict, assignment: str) -> dict:
+    """Apply one ``dotted.key=value`` override; the value is parsed as YAML (``2`` → int, ``[a, b]`` → list,
+    ``null`` → None, ``true`` → bool).
+
+    >>> apply_override({"grpo": {"max_steps": 100}}, "grpo.max_steps=2")
+    {'grpo': {'max_steps': 2}}
+    >>> apply_override({}, "reward.eps=1e-2")["reward"]["eps"]
+    0.01
+    """
+    if "=" not in assignment:
+        raise ValueError(f"override {assignment!r} must look like key.sub=value (e.g. grpo.max_steps=2)")
+    key, raw = assignment.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ValueError(f"override {assignment!r} has an empty key")
+    value = yaml.safe_load(raw) if raw.strip() else None
+    # YAML 1.1 reads 1e-2 as a string; numbers written that way are meant as floats.
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        value = float(value)
+    out = copy.deepcopy(cfg)
+    node = out
+    parts = key.split(".")
+    for part in parts[:-1]:
+        if not isinstance(node.get(part, {}), dict):
+            raise ValueError(f"override {assignment!r}: {part!r} is not a section")
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return out
+
+
+def _floatify(section: dict, keys: tuple[str, ...]) -> None:
+    for k in keys:
+        v = section.get(k)
+        if isinstance(v, str):
+            try:
+                section[k] = float(v)
+            except ValueError:
+                pass
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> dict:
+    """Defaults ← YAML file (may name a ``base:`` file relative to itself) ← ``key=value`` overrides."""
+    cfg = copy.deepcopy(DEFAULTS)
+    if path is not None:
+        cfg = deep_merge(cfg, _read_yaml(Path(path)))
+    for o in overrides or []:
+        cfg = apply_override(cfg, o)
+    _floatify(cfg["reward"], ("eps", "lambda_max", "lambda_min", "lambda_step_fraction"))
+    _floatify(cfg["grpo"], ("learning_rate", "temperature", "beta", "weight_decay", "max_grad_norm"))
+    return cfg
+
+
+def _read_yaml(path: Path) -> dict:
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} not found (example configs: trainers/configs/*.yaml)")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {path} must hold a mapping at the top level")
+    base = data.pop("base", None)
+    if base:
+        data = deep_merge(_read_yaml((path.parent / base).resolve()), data)
+    return data
+
+
+def validate(cfg: dict) -> None:
+    """Check the options that would otherwise fail late (or silently) inside TRL."""
+    unknown = set(cfg) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+    if cfg["method"] not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {cfg['method']!r}")
+    r = cfg["reward"]
+    K = cfg["grpo"].get("num_generations")
+    validate_calibration_args(
+        K, r["eps"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["lambda_step_fraction"]
+    )
+    if cfg["data"]["prompt_style"] not in ("plain", "chat"):
+        raise ValueError(f"data.prompt_style must be 'plain' or 'chat', got {cfg['data']['prompt_style']!r}")
+    if "{question}" not in cfg["data"]["prompt_template"]:
+        raise ValueError("data.prompt_template must contain the placeholder {question}")
+
+
+def check_group_layout(args: Any, gather_groups: bool, method: str) -> None:
+    """Raise if a rank's generation batch would split a group of K rollouts and groups are not gathered.
+
+    TRL 1.16 hands each rank ``per_device_train_batch_size × steps_per_generation`` consecutive rows of the
+    sampler's stream, in which each prompt's K rollouts are consecutive; the global generation batch is that
+    times ``num_processes`` (TRL itself checks that the global batch is a multiple of K). A group spans two
+    ranks exactly when the per-rank count is not a multiple of K. Only the CSR calibration reward reads
+    whole groups; RLVR and RLCR score completions one at a time.
+    """
+    K = args.num_generations
+    local = args.per_device_train_batch_size * args.steps_per_generation
+    if method == "csr" and local % K != 0 and not gather_groups:
+        raise ValueError(
+            f"per_device_train_batch_size × steps_per_generation = {args.per_device_train_batch_size} × "
+            f"{args.steps_per_generation} = {local} is not a multiple of num_generations = {K}, so each rank "
+            f"holds part of a group ({args.world_size} processes) and the CSR calibration reward cannot see "
+            f"whole groups. Fix: make it a multiple of {K}, or set reward.gather_groups=true."
+        )
