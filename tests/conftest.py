@@ -1,0 +1,41 @@
+"""Shared fixtures: the real embedded model, the local data mirror, one loaded hf-semsoft backend."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(os.environ.get("SEMCAL_DATA_DIR", REPO.parent / "shared" / "data"))
+
+# Two cores: one torch thread per test process is the fastest and keeps timings sane under load.
+torch.set_num_threads(int(os.environ.get("SEMCAL_TEST_THREADS", "1")))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"local data mirror {DATA_DIR} not found (set SEMCAL_DATA_DIR)")
+    os.environ["SEMCAL_DATA_DIR"] = str(DATA_DIR)
+    return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def smollm2_path() -> str:
+    """The embedded default model's cached HF folder (installed by .ci/run / `semcal-eval models install`)."""
+    from semcal_eval.models import resolve_pretrained
+
+    return resolve_pretrained("semcal:smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def semsoft_lm(smollm2_path):
+    """One real hf-semsoft backend on SmolLM2-135M, shared by the tests that only read from it."""
+    import lm_eval.models  # noqa: F401  (lm-eval's registry first)
+
+    from semcal_eval.backend import SemSoftLM
+
+    return SemSoftLM(pretrained=smollm2_path, dtype="float32", device="cpu", batch_size=8)

@@ -1,0 +1,185 @@
+"""semcal_eval.aggregations: items -> metrics, registry behaviour, and lm-eval resolving the names."""
+
+import importlib
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from sklearn.metrics import log_loss, roc_auc_score
+
+from lm_eval.api.model import LM
+from lm_eval.api.registry import aggregation_registry, get_aggregation
+
+from semcal_eval import aggregations as A
+from semcal_eval import metrics as M
+
+FIXTURE = Path(__file__).parent / "fixtures" / "semcal_agg_task"
+
+
+def _cls_items(n=60, k=3, seed=0, soft=False):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 2
+    P = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    y = rng.integers(0, k, n)
+    t = rng.uniform(size=n) if soft else [None] * n
+    return [{"probs": P[i].tolist(), "gold": int(y[i]), "soft": None if t[i] is None else float(t[i])} for i in range(n)], P, y
+
+
+def test_every_metric_has_a_registered_aggregation():
+    assert set(A.AGGREGATIONS) == set(A.METRIC_HIGHER_IS_BETTER)
+    for name, agg in A.AGGREGATIONS.items():
+        assert agg == "semcal_" + name
+        assert agg_fn_ok(get_aggregation(agg))
+    # lm-eval's own aggregations are still there and untouched
+    for builtin in ("mean", "f1", "brier_score", "median"):
+        assert aggregation_registry.get(builtin).__module__.startswith("lm_eval")
+    assert set(M.CI_METRICS) <= set(A.METRIC_HIGHER_IS_BETTER)
+
+
+def agg_fn_ok(fn):
+    return fn is not None and fn.__module__ == "semcal_eval.aggregations"
+
+
+def test_reimport_does_not_crash():
+    before = aggregation_registry.get("semcal_ece_uw15")
+    importlib.reload(A)
+    assert aggregation_registry.get("semcal_ece_uw15") is before
+    assert before(_cls_items()[0]) == A.aggregate("ece_uw15", _cls_items()[0])
+
+
+def test_foreign_clash_is_a_clear_error():
+    aggregation_registry.register("semcal_test_clash")(lambda xs: 0.0)
+    with pytest.raises(ValueError, match="already registered"):
+        A._register("semcal_test_clash", A._make("acc"))
+
+
+def test_classification_aggregations_match_metrics():
+    items, P, y = _cls_items()
+    conf, pred, corr = P.max(1), P.argmax(1), (P.argmax(1) == y).astype(float)
+    assert get_aggregation("semcal_acc")(items) == pytest.approx(np.mean(pred == y))
+    assert get_aggregation("semcal_nll")(items) == pytest.approx(log_loss(y, y_proba=P, labels=range(3)))
+    assert get_aggregation("semcal_ece_uw15")(items) == M.ece(conf, corr, 15)
+    assert get_aggregation("semcal_ece_em15")(items) == M.ece(conf, corr, 15, "mass")
+    assert get_aggregation("semcal_auroc_conf")(items) == pytest.approx(roc_auc_score(corr, conf))
+    assert get_aggregation("semcal_auroc_class")(items) == pytest.approx(roc_auc_score(y, P, multi_class="ovr"))
+    assert get_aggregation("semcal_macro_f1")(items) == M.macro_f1(pred, y, 3)
+    assert get_aggregation("semcal_brier_mc")(items) == pytest.approx(np.mean(np.sum((P - np.eye(3)[y]) ** 2, 1)))
+    lo = get_aggregation("semcal_ece_uw15_ci_lo")(items)
+    hi = get_aggregation("semcal_ece_uw15_ci_hi")(items)
+    assert (lo, hi) == M.bootstrap_ci(lambda c, yy: M.ece(c, yy, 15), conf, corr, n_boot=A.CI_N_BOOT, seed=A.CI_SEED)
+    with pytest.raises(ValueError, match="soft"):
+        A.aggregate("soft_brier", items)
+
+
+def test_confidence_items_and_kind_errors():
+    rng = np.random.default_rng(1)
+    conf = rng.uniform(size=50)
+    corr = (rng.uniform(size=50) < conf).astype(int)
+    items = [{"conf": float(c), "correct": int(y), "answer": "x"} for c, y in zip(conf, corr)]
+    assert A.aggregate("aurc", items) == M.aurc(conf, corr)
+    assert A.aggregate("acc_at_10cov", items) == M.acc_at_coverage(conf, corr, 0.1)
+    assert A.aggregate("brier_conf", items) == pytest.approx(np.mean((conf - corr) ** 2))
+    with pytest.raises(ValueError, match="needs classification items"):
+        A.aggregate("nll", items)
+    with pytest.raises(ValueError, match="one kind"):
+        A.items_to_arrays(items[:2] + [{"probs": [0.5, 0.5], "gold": 0}])
+    with pytest.raises(ValueError, match="0 documents"):
+        A.aggregate("acc", [])
+    with pytest.raises(ValueError, match="item 1 is a float"):
+        A.aggregate("acc", [items[0], 0.5])
+    with pytest.raises(ValueError, match="NaN"):
+        A.aggregate("acc", [{"conf": float("nan"), "correct": 1}])
+    with pytest.raises(ValueError, match="same label set"):
+        A.items_to_arrays([{"probs": [0.5, 0.5], "gold": 0}, {"probs": [0.2, 0.3, 0.5], "gold": 0}])
+    with pytest.raises(ValueError, match="unknown semcal metric"):
+        A.aggregate("ece_uw16", items)
+
+
+def test_soft_items_and_hard_label_from_soft():
+    rng = np.random.default_rng(2)
+    p = rng.uniform(size=80)
+    t = np.clip(p + rng.normal(0, 0.2, 80), 0, 1)
+    items = [{"probs": [1 - a, a], "gold": None, "soft": float(b)} for a, b in zip(p, t)]
+    assert A.aggregate("soft_brier", items) == pytest.approx(np.mean((p - t) ** 2))
+    assert A.aggregate("soft_mae", items) == pytest.approx(np.mean(np.abs(p - t)))
+    assert A.aggregate("pearson", items) == pytest.approx(np.corrcoef(p, t)[0, 1])
+    hard = (t >= 0.5).astype(int)
+    assert A.aggregate("acc", items) == pytest.approx(np.mean((p > 0.5).astype(int) == hard))
+    # single-class AUROC over a tiny batch: NaN + warning, never 0.5
+    with pytest.warns(M.SemcalMetricWarning):
+        assert math.isnan(A.aggregate("auroc_conf", items[:1]))
+
+
+def test_any_gold_items():
+    items = [{"probs": [0.6, 0.3, 0.1], "gold": [0, 1]}, {"probs": [0.2, 0.7, 0.1], "gold": [2]}]
+    assert A.aggregate("acc", items) == 0.5
+    assert A.aggregate("nll", items) == pytest.approx((-(0.5 * math.log(0.6) + 0.5 * math.log(0.3)) - math.log(0.1)) / 2)
+
+
+def test_item_builders_validate():
+    assert A.classification_item(np.array([0.25, 0.75]), 1, 0.6) == {"probs": [0.25, 0.75], "gold": 1, "soft": 0.6}
+    assert A.confidence_item(np.float32(0.5), True) == {"conf": 0.5, "correct": 1}
+    with pytest.raises(ValueError, match="sum to 1"):
+        A.classification_item([0.5, 0.6], 0)
+    with pytest.raises(ValueError):
+        A.classification_item([0.5, 0.5], 2)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        A.confidence_item(1.5, 1)
+
+
+# ------------------------------------------------------------- a real lm-eval run of a YAML task
+
+
+class _FixedLM(LM):
+    """Deterministic loglikelihoods from the request text: lm-eval needs *some* LM to run a task."""
+
+    def loglikelihood(self, requests, disable_tqdm=False):
+        out = []
+        for req in requests:
+            ctx, cont = req.args
+            i = int(ctx.split()[-1])
+            out.append((-((i * 13 + (5 if "yes" in cont else 0)) % 9) / 3.0, False))
+        return out
+
+    def loglikelihood_rolling(self, requests, disable_tqdm=False):
+        raise NotImplementedError
+
+    def generate_until(self, requests, disable_tqdm=False):
+        raise NotImplementedError
+
+
+def test_yaml_task_resolves_every_aggregation_and_evaluates():
+    from lm_eval.evaluator import evaluate
+    from lm_eval.tasks import TaskManager
+
+    cfg_names = [e["metric"] for e in yaml.load(
+        (FIXTURE / "semcal_agg_fixture.yaml").read_text().replace("!function", ""), Loader=yaml.SafeLoader
+    )["metric_list"]]
+    assert set(cfg_names) == set(A.METRIC_HIGHER_IS_BETTER), "fixture must list every semcal metric"
+
+    tm = TaskManager(include_path=str(FIXTURE), include_defaults=False)
+    loaded = tm.load(["semcal_agg_fixture"])
+    task = loaded["tasks"]["semcal_agg_fixture"]
+    aggs = task.aggregation()
+    for name in cfg_names:
+        assert agg_fn_ok(aggs[name]), f"lm-eval did not resolve the aggregation of {name}"
+        assert task.higher_is_better()[name] == A.METRIC_HIGHER_IS_BETTER[name]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = evaluate(_FixedLM(), loaded, bootstrap_iters=0, log_samples=True, verbosity="ERROR")
+    row = res["results"]["semcal_agg_fixture"]
+    items = [s["metrics"] if False else None for s in []]
+    samples = res["samples"]["semcal_agg_fixture"]
+    items = [s["ece_uw15"] for s in sorted(samples, key=lambda s: s["doc_id"])]
+    assert len(items) == 40
+    rep = M.classification_report(
+        [it["probs"] for it in items], [it["gold"] for it in items], soft=[it["soft"] for it in items],
+        ci=False,
+    )
+    for name in ("acc", "ece_uw15", "brier_mc", "nll", "soft_brier", "spearman", "aurc", "macro_f1"):
+        assert row[f"{name},none"] == pytest.approx(rep[name]), name
+    assert row["ece_uw15_ci_lo,none"] <= row["ece_uw15,none"] <= row["ece_uw15_ci_hi,none"]

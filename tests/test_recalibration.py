@@ -1,0 +1,156 @@
+"""semcal_eval.recalibration: temperature recovery on synthetic data, errors, reference predictors."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+
+from semcal_eval import recalibration as r
+from semcal_eval.recalibration import RecalibrationWarning
+
+
+def _synthetic(T_true, n=4000, k=5, seed=0):
+    """Logits z; labels sampled from softmax(z / T_true): the NLL-optimal temperature is T_true."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3
+    p = softmax(z / T_true, axis=1)
+    # inverse-CDF sampling, one uniform per document
+    y = np.minimum((np.cumsum(p, axis=1) < rng.uniform(size=(n, 1))).sum(axis=1), k - 1)
+    return z, y
+
+
+@pytest.mark.parametrize("T_true", [0.5, 1.0, 2.5])
+def test_temperature_recovery(T_true):
+    z, y = _synthetic(T_true, seed=int(T_true * 10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecalibrationWarning)
+        fit = r.fit_temperature(z, y)
+    assert fit.T == pytest.approx(T_true, rel=0.08)
+    assert fit.converged and not fit.at_bound and fit.ok
+    assert fit.nll_after <= fit.nll_before + 1e-12
+    # nll_after is the sklearn log loss of the rescaled probabilities
+    assert fit.nll_after == pytest.approx(log_loss(y, y_proba=fit.apply(z), labels=range(5)))
+
+
+def test_temperature_is_nll_minimiser():
+    z, y = _synthetic(1.7, n=1500, seed=3)
+    fit = r.fit_temperature(z, y)
+    grid = np.exp(np.linspace(math.log(0.5), math.log(5), 400))
+    nlls = [log_loss(y, y_proba=r.apply_temperature(z, t), labels=range(5)) for t in grid]
+    assert fit.T == pytest.approx(grid[int(np.argmin(nlls))], rel=0.02)
+    assert fit.nll_after <= min(nlls) + 1e-9
+
+
+def test_temperature_on_logprobs_with_zeros():
+    # a distribution with exact zeros (constrained decoding): class 4 has p = 0 (log p = -inf) and is
+    # never gold; labels come from softmax(z[:, :4] / 2) -> T = 2 must be recovered despite the -inf
+    z4, y = _synthetic(2.0, n=3000, k=4, seed=4)
+    logp = np.c_[np.log(softmax(z4, axis=1)), np.full(len(z4), -np.inf)]
+    fit = r.fit_temperature(logp, y)
+    assert fit.ok and fit.T == pytest.approx(2.0, rel=0.1)
+    assert math.isfinite(fit.nll_before) and math.isfinite(fit.nll_after)
+    p = r.apply_temperature(logp, fit.T)
+    assert np.allclose(p.sum(1), 1) and (p[:, 4] > 0).all() and (p[:, 4] < 1e-5).all()
+    # logits and log-probabilities give the same temperature (softmax is shift invariant)
+    assert r.fit_temperature(np.log(softmax(z4, axis=1)), y).T == pytest.approx(
+        r.fit_temperature(z4, y).T, rel=1e-5
+    )
+    # a gold on a zero-probability class costs -log(PROB_FLOOR)-ish, finite, and pushes T up
+    y_bad = y.copy()
+    y_bad[:300] = 4
+    fit_bad = r.fit_temperature(logp, y_bad)
+    assert math.isfinite(fit_bad.nll_before) and fit_bad.T > fit.T
+
+
+def test_temperature_at_bound_is_flagged():
+    # labels always equal the argmax of very peaked logits -> NLL keeps falling as T -> 0
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(100, 3))
+    y = z.argmax(1)
+    with pytest.warns(RecalibrationWarning, match="bound"):
+        fit = r.fit_temperature(z, y, bounds=(0.05, 20.0))
+    assert fit.at_bound and not fit.ok and fit.T == pytest.approx(0.05, rel=1e-3)
+
+
+def test_fit_errors():
+    z, y = _synthetic(1.0, n=50, seed=6)
+    with pytest.raises(ValueError, match="minimum 20"):
+        r.fit_temperature(z[:19], y[:19])
+    with pytest.raises(ValueError, match="same gold class"):
+        r.fit_temperature(z, np.zeros(50, int))
+    with pytest.raises(ValueError, match="shape mismatch"):
+        r.fit_temperature(z, y[:-1])
+    bad = z.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        r.fit_temperature(bad, y)
+    with pytest.raises(ValueError, match="bounds"):
+        r.fit_temperature(z, y, bounds=(2.0, 3.0))
+    with pytest.raises(ValueError, match="positive"):
+        r.apply_temperature(z, 0.0)
+    with pytest.raises(ValueError, match="minimum"):
+        r.fit_platt(np.full(5, 0.5), [0, 1, 0, 1, 0])
+    with pytest.raises(ValueError, match="both classes"):
+        r.fit_platt(np.linspace(0.1, 0.9, 30), np.ones(30))
+
+
+def test_platt_matches_unregularised_logistic_regression():
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.02, 0.98, 600)
+    x = np.log(p / (1 - p))
+    y = (rng.uniform(size=600) < 1 / (1 + np.exp(-(0.5 * x - 0.3)))).astype(int)
+    fit = r.fit_platt(p, y)
+    lr = LogisticRegression(C=np.inf, tol=1e-10, max_iter=1000).fit(x[:, None], y)
+    assert fit.a == pytest.approx(lr.coef_[0, 0], rel=1e-3)
+    assert fit.b == pytest.approx(lr.intercept_[0], abs=1e-3)
+    assert fit.nll_after == pytest.approx(log_loss(y, y_proba=fit.apply(p)))
+    assert fit.nll_after < fit.nll_before
+
+
+def test_vector_scaling_improves_and_recovers_scale():
+    z, y = _synthetic(2.0, n=2000, k=4, seed=8)
+    fit = r.fit_vector_scaling(z, y)
+    assert fit.converged and fit.nll_after < fit.nll_before
+    assert np.allclose(fit.w, 0.5, atol=0.08)
+    assert np.allclose(fit.apply(z).sum(1), 1)
+
+
+def test_reference_predictors():
+    train = [0, 0, 0, 1, 2, 2]
+    P = r.prior_predictor(train, 4, 3)
+    # add-one: (3+1, 1+1, 2+1, 0+1) / (6 + 4)
+    assert P.shape == (3, 4) and np.allclose(P, [[0.4, 0.2, 0.3, 0.1]] * 3)
+    assert np.allclose(r.prior_predictor(train, 4, 1, alpha=0), [[0.5, 1 / 6, 1 / 3, 0]])
+    assert r.majority_predictor(train, 4, 2).tolist() == [[1, 0, 0, 0]] * 2
+    assert r.majority_predictor([1, 0], 2, 1).tolist() == [[1, 0]]  # tie -> lowest index
+    U = r.uniform_predictor(3, 5)
+    assert U.shape == (5, 3) and np.allclose(U, 1 / 3)
+    assert r.prior_rate([0.0, 0.2, 1.0]) == pytest.approx(0.4)
+    assert r.prior_rate([0.0, 0.2, 1.0], n_docs=4).tolist() == pytest.approx([0.4] * 4)
+    # any-gold training docs spread their unit of mass over their golds
+    assert np.allclose(r.prior_predictor([[0, 1], 1], 2, 1, alpha=0), [[0.25, 0.75]])
+    # the prior's NLL on the training labels equals the empirical entropy (alpha = 0)
+    ytr = np.array([0, 0, 1, 2, 2, 2])
+    Pp = r.prior_predictor(ytr, 3, len(ytr), alpha=0)
+    freq = np.bincount(ytr) / len(ytr)
+    assert log_loss(ytr, y_proba=Pp, labels=range(3)) == pytest.approx(-np.sum(freq * np.log(freq)))
+    with pytest.raises(ValueError):
+        r.prior_rate([0.2, 1.5])
+
+
+def test_split_halves_deterministic_and_order_free():
+    ids = [f"doc{i}" for i in range(11)]
+    fit, ev = r.split_halves(ids, seed=0)
+    assert len(fit) == 6 and len(ev) == 5 and sorted(fit + ev) == sorted(ids)
+    assert (fit, ev) == r.split_halves(ids, seed=0)
+    f2, e2 = r.split_halves(list(reversed(ids)), seed=0)
+    assert set(f2) == set(fit) and set(e2) == set(ev)
+    assert set(r.split_halves(ids, seed=1)[0]) != set(fit)
+    with pytest.raises(ValueError, match="duplicates"):
+        r.split_halves(["a", "a", "b"])
+    with pytest.raises(ValueError, match="at least 2"):
+        r.split_halves(["a"])
