@@ -15,6 +15,7 @@ import argparse
 import functools
 import http.server
 import re
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -96,7 +97,10 @@ def serve(site: Path, port: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``semcal-eval board ...``; returns the exit status."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse already printed the usage error
+        return int(e.code or 0)
     if args.cmd == "serve":
         return serve(args.site, args.port)
 
@@ -130,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         con.close()
     except (SubmissionError, RegistryError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as e:
+        print(f"error: board database {db_path}: {e}", file=sys.stderr)
         return 2
     return 0
 

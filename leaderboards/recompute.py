@@ -135,6 +135,27 @@ def _item_kind(item, where: str) -> str:
     )
 
 
+def _check_item(kind: str, item, where: str) -> None:
+    """Structural check of one Contract 1 item, so a bad value is reported with its file and line."""
+    if not isinstance(item, dict):
+        raise SubmissionError(f"{where}: item is {type(item).__name__}, expected an object")
+    if kind == "classification":
+        probs = item.get("probs")
+        if not isinstance(probs, list) or not probs or not all(
+            isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) for p in probs
+        ):
+            raise SubmissionError(f"{where}: 'probs' must be a list of finite numbers, got {str(probs)[:80]}")
+        soft = item.get("soft")
+        if soft is not None and not (isinstance(soft, (int, float)) and 0.0 <= soft <= 1.0):
+            raise SubmissionError(f"{where}: 'soft' must be null or a number in [0, 1], got {soft!r}")
+    else:
+        c, y = item.get("conf"), item.get("correct")
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not (0.0 <= c <= 1.0):
+            raise SubmissionError(f"{where}: confidence {c!r} is not a number in [0, 1] (NaN is not allowed)")
+        if y not in (0, 1) or isinstance(y, float) and not float(y).is_integer():
+            raise SubmissionError(f"{where}: 'correct' must be 0 or 1, got {y!r}")
+
+
 def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.ndarray, np.ndarray]:
     """Board columns for one filter's items, plus (conf, correct) for the reliability diagram.
 
@@ -144,25 +165,16 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
     Brier = mean (conf - correct)^2, NLL = binary cross-entropy, AUROC as above.
     """
     from semcal_eval import metrics as M
+    from semcal_eval.aggregations import items_to_arrays
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", M.SemcalMetricWarning)
+            A = items_to_arrays(items)  # the same items -> arrays step the aggregations use
+            conf, correct = A["conf"], A["correct"]
             if kind == "classification":
-                probs = [it["probs"] for it in items]
-                gold = [it.get("gold") for it in items]
-                softs = [it.get("soft") for it in items]
-                has_soft = [s is not None for s in softs]
-                if any(has_soft) and not all(has_soft):
-                    raise ValueError("some items carry a soft label and some do not")
-                soft = softs if all(has_soft) else None
-                if soft is None and any(g is None for g in gold):
-                    raise ValueError("an item has neither gold nor soft label")
-                gold = rep_gold(gold, soft)
-                rep = M.classification_report(probs, gold, soft, ci=False)
-                P = np.asarray(probs, dtype=np.float64)
-                G = M.gold_matrix(gold, P.shape[1])
-                conf, _pred, correct = M.top_label(P, G)
+                P, G = A["probs"], A["gold"]
+                rep = M.classification_report(P, G, A["t"], ci=False)
                 keys, n_bins = _CLS_KEYS, 15
                 ci_fns = {
                     "ece_uw15": (M.ece_uw15, (conf, correct)),
@@ -171,8 +183,6 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
                     "acc": (lambda y: M.accuracy(y), (correct,)),
                 }
             else:
-                conf = np.asarray([it["conf"] for it in items], dtype=np.float64)
-                correct = np.asarray([it["correct"] for it in items], dtype=np.float64)
                 rep = M.confidence_report(conf, correct, ci=False)
                 keys, n_bins = _QA_KEYS, 10
                 ci_fns = {
@@ -197,13 +207,6 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
         if extra in rep and extra not in keys.values():
             out[extra] = float(rep[extra])
     return out, np.asarray(conf, dtype=np.float64), np.asarray(correct, dtype=np.float64)
-
-
-def rep_gold(gold, soft):
-    """Gold labels for the top-label view; binary soft-label tasks without gold use t >= 0.5."""
-    if all(g is not None for g in gold):
-        return gold
-    return [int(t >= 0.5) for t in soft]
 
 
 def degenerate_reason(conf: np.ndarray, n_bins: int) -> str:
@@ -352,17 +355,26 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) ->
                     f"{results_path}: {task} filter {f}: metric(s) {', '.join(missing)} logged per document but "
                     "not reported in results; submit lm-eval's unedited output"
                 )
-            kind = None
-            main_items = None
-            for metric in sorted(reported[f]):
-                items = []
-                for r in frows:
+            metrics_here = sorted(reported[f])
+            if not metrics_here:
+                raise SubmissionError(f"{results_path}: {task} filter {f}: no metric reported")
+            first = metrics_here[0]
+            for r in frows:
+                for metric in metrics_here:
                     if metric not in r:
                         raise SubmissionError(f"{sp}:{r['_line']}: row for filter {f} lacks metric {metric}")
-                    items.append(r[metric])
-                k = _item_kind(items[0], f"{sp}:{frows[0]['_line']} metric {metric}")
-                kind = kind or k
-                main_items = main_items or items
+            main_items = [r[first] for r in frows]
+            kind = _item_kind(main_items[0], f"{sp}:{frows[0]['_line']} metric {first}")
+            for r, it in zip(frows, main_items):
+                _check_item(kind, it, f"{sp}:{r['_line']} metric {first}")
+                for metric in metrics_here[1:]:
+                    if r[metric] != it:
+                        raise SubmissionError(
+                            f"{sp}:{r['_line']}: metric {metric} holds a different item than {first}; Contract 1 "
+                            "(docs/ARCHITECTURE.md) logs the same per-document item under every metric name"
+                        )
+            for metric in metrics_here:
+                items = main_items if metric == first else [r[metric] for r in frows]
                 agg = _aggregation(spec, metric)
                 try:
                     with warnings.catch_warnings():
@@ -376,8 +388,6 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) ->
                         f"{results_path}: {task} metric {metric},{f} is reported as {rep_v!r} but recomputes to "
                         f"{recomputed!r} from {sp.name} (tolerance {ATOL:g} + {RTOL:g}*|value|); rejected"
                     )
-            if kind is None:
-                raise SubmissionError(f"{results_path}: {task} filter {f}: no metric reported")
             board, conf, correct = board_metrics(kind, main_items, f"{sp} ({task}, filter {f})")
             entries.append(
                 Entry(

@@ -19,19 +19,21 @@ SYNTH_TASKS_YAML = {
     "semcal_synth_cls": """task: semcal_synth_cls
 metric_list:
   - {metric: acc, aggregation: semcal_acc, higher_is_better: true}
-  - {metric: ece_uw15, aggregation: ece_uw15, higher_is_better: false}
-  - {metric: brier_mc, aggregation: brier_mc, higher_is_better: false}
-  - {metric: nll, aggregation: nll, higher_is_better: false}
-  - {metric: auroc_conf, aggregation: auroc_conf, higher_is_better: true}
+  - {metric: ece_uw15, aggregation: semcal_ece_uw15, higher_is_better: false}
+  - {metric: brier_mc, aggregation: semcal_brier_mc, higher_is_better: false}
+  - {metric: nll, aggregation: semcal_nll, higher_is_better: false}
+  - {metric: auroc_conf, aggregation: semcal_auroc_conf, higher_is_better: true}
+  - {metric: ece_uw15_ci_lo, aggregation: semcal_ece_uw15_ci_lo, higher_is_better: false}
+  - {metric: ece_uw15_ci_hi, aggregation: semcal_ece_uw15_ci_hi, higher_is_better: false}
 metadata:
   version: 2.0
 """,
     "semcal_synth_qa": """task: semcal_synth_qa
 metric_list:
   - {metric: acc, aggregation: semcal_acc, higher_is_better: true}
-  - {metric: ece_uw10, aggregation: ece_uw10, higher_is_better: false}
-  - {metric: brier_conf, aggregation: brier_conf, higher_is_better: false}
-  - {metric: auroc_conf, aggregation: auroc_conf, higher_is_better: true}
+  - {metric: ece_uw10, aggregation: semcal_ece_uw10, higher_is_better: false}
+  - {metric: brier_conf, aggregation: semcal_brier_conf, higher_is_better: false}
+  - {metric: auroc_conf, aggregation: semcal_auroc_conf, higher_is_better: true}
 metadata:
   version: 1.0
 """,

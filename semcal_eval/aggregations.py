@@ -196,21 +196,6 @@ _TABLE: dict[str, tuple[bool, str, _Fn]] = {
     "extreme_rate": (False, "soft", lambda a: M.extreme_rate(a["p"])),
 }
 
-# bootstrap resampling: (metric fn over resampled arrays, which arrays)
-_CI_SPEC: dict[str, tuple[Callable[..., float], tuple[str, ...]]] = {
-    "acc": (lambda y: M.accuracy(y), ("correct",)),
-    "ece_uw15": (lambda c, y: M.ece(c, y, 15, "uniform"), ("conf", "correct")),
-    "brier_conf": (M.brier_confidence, ("conf", "correct")),
-    "auroc_conf": (M.auroc_confidence, ("conf", "correct")),
-    "aurc": (M.aurc, ("conf", "correct")),
-    "brier_mc": (M.brier_multiclass, ("probs", "gold")),
-    "nll": (M.nll_multiclass, ("probs", "gold")),
-    "soft_brier": (M.brier_soft, ("p", "t")),
-    "soft_ece": (lambda p, t: M.soft_ece(p, t, N_BINS), ("p", "t")),
-    "soft_nll": (M.nll_soft, ("p", "t")),
-}
-assert set(_CI_SPEC) == set(M.CI_METRICS)
-
 #: metric name (as emitted by process_results / shown by lm-eval) -> higher is better
 METRIC_HIGHER_IS_BETTER: dict[str, bool] = {name: hib for name, (hib, _, _) in _TABLE.items()}
 for _name in M.CI_METRICS:
@@ -224,9 +209,11 @@ _ci_cache: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
 
 
 def _ci(name: str, a: dict) -> tuple[float, float]:
-    fn, keys = _CI_SPEC[name]
-    _need(a, "soft" if keys[0] == "p" else ("classification" if keys[0] == "probs" else "any"), name + "_ci")
-    arrs = [a[k] for k in keys]
+    if name in ("brier_mc", "nll"):
+        _need(a, "classification", name + "_ci")
+    if name.startswith("soft_"):
+        _need(a, "soft", name + "_ci")
+    fn, arrs = M.ci_inputs(name, a)
     h = hashlib.sha1()
     for x in arrs:
         h.update(np.ascontiguousarray(x).tobytes())
@@ -242,7 +229,7 @@ def _ci(name: str, a: dict) -> tuple[float, float]:
 def aggregate(name: str, items: Sequence[dict]) -> float:
     """Compute metric ``name`` (a key of :data:`METRIC_HIGHER_IS_BETTER`) from a list of items."""
     a = items_to_arrays(items)
-    if name.endswith(("_ci_lo", "_ci_hi")) and name[:-6] in _CI_SPEC:
+    if name.endswith(("_ci_lo", "_ci_hi")) and name[:-6] in M.CI_METRICS:
         lo, hi = _ci(name[:-6], a)
         return lo if name.endswith("_lo") else hi
     try:

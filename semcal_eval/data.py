@@ -973,6 +973,7 @@ def load_msmarco(split=None, data_dir=None):
 
 def lm_eval_dataset(
     name: str,
+    /,
     split: str | None = None,
     data_dir: str | os.PathLike | None = None,
     train_split: str | None = None,
@@ -990,7 +991,8 @@ def lm_eval_dataset(
       ``train`` / ``validation``) when the source has them, for few-shot examples and recalibration
       fits. Their absence is logged, not an error; an absent eval split is an error.
 
-    Task YAMLs use ``test_split: eval`` (and e.g. ``fewshot_split: train``).
+    Task YAMLs use ``test_split: eval`` (and e.g. ``fewshot_split: train``). ``name`` is
+    positional-only so that a metadata key ``name`` cannot collide with it.
     """
     spec = get_spec(name)
     eval_split = split or spec.eval_split

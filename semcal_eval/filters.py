@@ -94,7 +94,7 @@ class CrossfitTemperature(Filter):
             fit = recalibration.fit_temperature(logp[fit_on], labels[fit_on])
             scaled = recalibration.apply_temperature(logp[apply_to], fit.T)
             for i, p in zip(apply_to, scaled):
-                out[i] = {"probs": p.tolist(), "temperature": float(fit.T), "fold": fold}
+                out[i] = {"probs": p.tolist(), "temperature": float(fit.T), "at_bound": bool(fit.at_bound), "fold": fold}
         return out
 
 

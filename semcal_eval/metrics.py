@@ -76,6 +76,7 @@ __all__ = [
     "classification_report",
     "confidence_report",
     "CI_METRICS",
+    "ci_inputs",
 ]
 
 #: Rows of a probability matrix must sum to 1 within this absolute tolerance (float16/float32
@@ -842,27 +843,52 @@ def _conf_metrics(c: np.ndarray, y: np.ndarray, n_bins: int) -> dict[str, Callab
     }
 
 
-# (name -> (function of the resampled arrays, which arrays)) for the CI computation
-_CI_FNS: dict[str, tuple[Callable[..., float], tuple[str, ...]]] = {
-    "acc": (lambda c, y: accuracy(y), ("c", "y")),
-    "ece_uw15": (lambda c, y: ece(c, y, 15), ("c", "y")),
-    "brier_conf": (brier_confidence, ("c", "y")),
-    "auroc_conf": (auroc_confidence, ("c", "y")),
-    "aurc": (aurc, ("c", "y")),
-    "brier_mc": (brier_multiclass, ("P", "G")),
-    "nll": (nll_multiclass, ("P", "G")),
-    "soft_brier": (brier_soft, ("p", "t")),
-    "soft_ece": (soft_ece, ("p", "t")),
-    "soft_nll": (nll_soft, ("p", "t")),
-}
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x))
+
+
+def ci_inputs(name: str, data: dict[str, np.ndarray]) -> tuple[Callable[..., float], list[np.ndarray]]:
+    """(metric function, arrays to resample) for the bootstrap CI of ``name`` in :data:`CI_METRICS`.
+
+    ``data`` holds validated arrays: ``conf``, ``correct`` and, as available, ``probs``, ``gold``
+    (bool multi-hot), ``p``, ``t``. Metrics that are means of per-document losses (acc, Brier, NLL)
+    resample the per-document loss vector: the same bootstrap distribution as resampling documents
+    and recomputing, without re-validating an (n, K) matrix per replicate.
+    """
+    c, y = data.get("conf"), data.get("correct")
+    if name == "acc":
+        return _mean, [y]
+    if name == "ece_uw15":
+        return (lambda cc, yy: ece(cc, yy, 15, "uniform")), [c, y]
+    if name == "brier_conf":
+        return _mean, [(c - y) ** 2]
+    if name == "auroc_conf":
+        return auroc_confidence, [c, y]
+    if name == "aurc":
+        return aurc, [c, y]
+    if name in ("brier_mc", "nll"):
+        P, G = data["probs"], data["gold"]
+        T = _target(G)
+        if name == "brier_mc":
+            return _mean, [np.sum((P - T) ** 2, axis=1)]
+        return _mean, [-np.sum(T * np.log(np.clip(P, NLL_EPS, 1 - NLL_EPS)), axis=1)]
+    p, t = data["p"], data["t"]
+    if name == "soft_brier":
+        return _mean, [(p - t) ** 2]
+    if name == "soft_ece":
+        return soft_ece, [p, t]
+    if name == "soft_nll":
+        pc = np.clip(p, NLL_EPS, 1 - NLL_EPS)
+        return _mean, [-(t * np.log(pc) + (1 - t) * np.log1p(-pc))]
+    raise ValueError(f"no bootstrap CI defined for {name!r}; CI metrics: {', '.join(CI_METRICS)}")
 
 
 def _add_cis(out: dict[str, float], data: dict[str, np.ndarray], n_boot: int, seed: int) -> None:
     for name in CI_METRICS:
         if name not in out:
             continue
-        fn, keys = _CI_FNS[name]
-        lo, hi = bootstrap_ci(fn, *[data[k] for k in keys], n_boot=n_boot, seed=seed)
+        fn, arrs = ci_inputs(name, data)
+        lo, hi = bootstrap_ci(fn, *arrs, n_boot=n_boot, seed=seed)
         out[f"{name}_ci_lo"], out[f"{name}_ci_hi"] = lo, hi
 
 
@@ -874,7 +900,7 @@ def confidence_report(
     c, y = _conf_correct(conf, correct)
     out = {k: f() for k, f in _conf_metrics(c, y, n_bins).items()}
     if ci:
-        _add_cis(out, {"c": c, "y": y}, n_boot, seed)
+        _add_cis(out, {"conf": c, "correct": y}, n_boot, seed)
     return out
 
 
@@ -914,7 +940,7 @@ def classification_report(
     out["brier_mc"] = brier_multiclass(P, G)
     out["nll"] = nll_multiclass(P, G)
     out["auroc_class"] = auroc_class(P, G)
-    data = {"c": c, "y": y, "P": P, "G": G}
+    data = {"conf": c, "correct": y, "probs": P, "gold": G}
     if t is not None:
         p = P[:, 1]
         out.update(

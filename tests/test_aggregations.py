@@ -172,7 +172,6 @@ def test_yaml_task_resolves_every_aggregation_and_evaluates():
         warnings.simplefilter("ignore")
         res = evaluate(_FixedLM(), loaded, bootstrap_iters=0, log_samples=True, verbosity="ERROR")
     row = res["results"]["semcal_agg_fixture"]
-    items = [s["metrics"] if False else None for s in []]
     samples = res["samples"]["semcal_agg_fixture"]
     items = [s["ece_uw15"] for s in sorted(samples, key=lambda s: s["doc_id"])]
     assert len(items) == 40

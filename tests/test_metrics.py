@@ -384,3 +384,27 @@ def test_classification_report_consistent():
     assert set(r2) < set(r) and r2["aurc"] == r["aurc"]
     with pytest.raises(ValueError, match="binary"):
         m.classification_report(np.full((2, 3), 1 / 3), [0, 1], soft=[0.1, 0.2])
+
+
+def test_ci_shortcut_equals_document_resampling():
+    # per-document-loss CIs (ci_inputs) must equal resampling documents and recomputing the metric
+    p, rng = _rand_probs(120, 3, seed=16)
+    y = rng.integers(0, 3, 120)
+    G = m.gold_matrix(y, 3)
+    c, _, corr = m.top_label(p, G)
+    data = {"conf": c, "correct": corr, "probs": p, "gold": G, "p": p[:, 1], "t": rng.uniform(size=120)}
+    full = {
+        "nll": (m.nll_multiclass, [p, G]),
+        "brier_mc": (m.brier_multiclass, [p, G]),
+        "brier_conf": (m.brier_confidence, [c, corr]),
+        "acc": (lambda cc, yy: m.accuracy(yy), [c, corr]),
+        "soft_nll": (m.nll_soft, [data["p"], data["t"]]),
+        "soft_brier": (m.brier_soft, [data["p"], data["t"]]),
+    }
+    for name, (fn, arrs) in full.items():
+        f2, a2 = m.ci_inputs(name, data)
+        assert m.bootstrap_ci(f2, *a2, n_boot=100, seed=3) == pytest.approx(
+            m.bootstrap_ci(fn, *arrs, n_boot=100, seed=3), rel=1e-12
+        ), name
+    with pytest.raises(ValueError, match="no bootstrap CI"):
+        m.ci_inputs("mce", data)

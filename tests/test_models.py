@@ -113,6 +113,9 @@ def test_install_refuses_corrupted_gguf_and_leaves_no_folder(tmp_path, monkeypat
         vocab_size=1, hidden_size=1, vocab_valid=None, chat_template=False,
     )
     monkeypatch.setitem(M.CATALOGUE, entry.name, entry)
+    stale = cache / ".fake-corrupt-000000000000.tmp-abc"  # what a SIGKILLed conversion leaves behind
+    stale.mkdir(parents=True)
+    (stale / "model.safetensors").write_bytes(b"half")
     with pytest.raises(M.ModelIntegrityError, match="corrupt.*--force"):
         M.install(entry.name, progress=False)
     assert not [p for p in cache.iterdir() if p.is_dir()]

@@ -318,8 +318,8 @@ def test_two_process_groups_gathered_or_rejected(tmp_path):
     script = tmp_path / "dist_rewards.py"
     script.write_text(_DIST_SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0", str(script), str(tmp_path)]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script), str(tmp_path)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-3000:]
     import json
 

@@ -37,8 +37,10 @@ DEFAULTS: dict[str, Any] = {
         "limit": None,  # first N rows after a seeded shuffle; None = all
         "shuffle_seed": 0,
         "prompt_style": "plain",  # plain text prompt, or "chat" (conversational, the tokenizer's chat template)
-        # Matches the nq_open family in lm-eval (Q:/A:), so the trained checkpoint meets the same prompt in eval.
-        "prompt_template": "Answer these questions:\n\nQ: {question}?\nA:",
+        # None: the QA tasks' own prompt (semcal_eval.qa.qa_doc_to_text), so training and evaluation match.
+        "prompt_template": None,
+        # csr/rlvr: stop sampling at the first newline, as the QA tasks do (until "\n"); rlcr never stops there.
+        "stop_at_newline": True,
     },
     "reward": {
         "judge": "f1",
@@ -178,7 +180,8 @@ def validate(cfg: dict) -> None:
     )
     if cfg["data"]["prompt_style"] not in ("plain", "chat"):
         raise ValueError(f"data.prompt_style must be 'plain' or 'chat', got {cfg['data']['prompt_style']!r}")
-    if "{question}" not in cfg["data"]["prompt_template"]:
+    tpl = cfg["data"].get("prompt_template")
+    if tpl is not None and "{question}" not in tpl:
         raise ValueError("data.prompt_template must contain the placeholder {question}")
 
 

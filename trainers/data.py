@@ -10,6 +10,7 @@ from typing import Any
 
 from datasets import Dataset
 
+from semcal_eval import qa
 from trainers.rewards import RLCR_SYSTEM_PROMPT
 
 
@@ -29,14 +30,24 @@ def gold_list(answer: Any) -> list[str]:
     return [str(a) for a in out if str(a).strip()]
 
 
-def make_prompt(question: str, method: str, style: str, template: str) -> Any:
-    """One prompt, as plain text (``style="plain"``) or as chat messages (``style="chat"``)."""
-    question = question.strip().rstrip("?")
-    text = template.format(question=question)
+def make_prompt(question: str, method: str, style: str = "plain", template: str | None = None) -> Any:
+    """One prompt, as plain text (``style="plain"``) or as chat messages (``style="chat"``).
+
+    ``template=None`` (default) uses the QA tasks' own prompt (:func:`semcal_eval.qa.qa_doc_to_text`: short-answer
+    instructions, three fixed examples, ``Q: <question>\\nA:``), so a checkpoint is trained on exactly the prompt
+    it is evaluated with. A custom template is a format string with ``{question}``.
+
+    >>> make_prompt("Who wrote Emma? ", "csr").endswith("Q: Who wrote Emma?\\nA:")
+    True
+    >>> make_prompt("Who wrote Emma?", "rlvr", "chat", "Q: {question}")
+    [{'role': 'user', 'content': 'Q: Who wrote Emma?'}]
+    """
+    question = question.strip()
     if method == "rlcr":
         if style == "chat":
-            return [{"role": "system", "content": RLCR_SYSTEM_PROMPT}, {"role": "user", "content": f"{question}?"}]
-        return f"{RLCR_SYSTEM_PROMPT}\n\nQuestion: {question}?\n"
+            return [{"role": "system", "content": RLCR_SYSTEM_PROMPT}, {"role": "user", "content": question}]
+        return f"{RLCR_SYSTEM_PROMPT}\n\nQuestion: {question}\n"
+    text = qa.qa_doc_to_text({"qa_question": question}) if template is None else template.format(question=question)
     if style == "chat":
         return [{"role": "user", "content": text}]
     return text
@@ -63,5 +74,5 @@ def build_dataset(cfg: dict, rows: Dataset | None = None) -> Dataset:
             )
         questions.append(str(r["question"]))
         golds.append(g)
-    prompts = [make_prompt(q, cfg["method"], d["prompt_style"], d["prompt_template"]) for q in questions]
+    prompts = [make_prompt(q, cfg["method"], d["prompt_style"], d.get("prompt_template")) for q in questions]
     return Dataset.from_dict({"prompt": prompts, "question": questions, "answers": golds})

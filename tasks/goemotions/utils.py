@@ -10,7 +10,6 @@ PROMPT = (
     "Which emotion does this Reddit comment express? "
     "Answer with exactly one word from this list: {labels}.\n\n"
     "Comment: {text}\n"
-    "Emotion:"
 )
 _LABEL_LIST = ", ".join(GOEMOTIONS_LABELS)
 

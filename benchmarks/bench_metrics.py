@@ -1,0 +1,71 @@
+"""Timing of semcal_eval.metrics against the obvious alternatives, measured side by side.
+
+    PYTHONPATH=. python benchmarks/bench_metrics.py [n_docs]
+
+* ECE: bincount binning vs a per-bin masked loop (same bins, same result).
+* AURC: vectorised tie-aware expected risk vs an explicit per-coverage loop (no ties in the data).
+* bootstrap CI of NLL: resampling per-document losses vs recomputing on resampled (n, K) matrices.
+* bootstrap CI of ece_uw15 and of the whole classification_report (what report.py / the
+  leaderboard pay per model x task).
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from semcal_eval import metrics as M
+
+
+def _t(fn, reps=5):
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def naive_ece(conf, correct, n_bins=15):
+    tot = 0.0
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        sel = (conf > lo) & (conf <= hi) if b else (conf <= hi)
+        if sel.any():
+            tot += sel.mean() * abs(conf[sel].mean() - correct[sel].mean())
+    return tot
+
+
+def naive_aurc(conf, correct):
+    order = np.argsort(-conf)
+    err = 1 - correct[order]
+    return np.mean([err[:k].mean() for k in range(1, len(err) + 1)])
+
+
+def main(n=5000):
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(n, 28)) * 2
+    P = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    y = rng.integers(0, 28, n)
+    conf, pred, corr = M.top_label(P, y)
+    assert abs(M.ece(conf, corr) - naive_ece(conf, corr)) < 1e-12
+    assert abs(M.aurc(conf, corr) - naive_aurc(conf, corr)) < 1e-12
+    a, b = _t(lambda: M.ece(conf, corr)), _t(lambda: naive_ece(conf, corr))
+    print(f"n={n}  ece_uw15: {a * 1e3:.3f} ms   per-bin loop: {b * 1e3:.3f} ms   ratio loop/ours {b / a:.2f}")
+    a, b = _t(lambda: M.aurc(conf, corr)), _t(lambda: naive_aurc(conf, corr), reps=1)
+    print(f"n={n}  aurc:     {a * 1e3:.3f} ms   per-k loop:   {b * 1e3:.1f} ms   ratio loop/ours {b / a:.0f}")
+    a = _t(lambda: M.bootstrap_ci(M.ece_uw15, conf, corr, n_boot=1000), reps=1)
+    print(f"n={n}  bootstrap_ci(ece_uw15, 1000 resamples): {a:.2f} s")
+    G = M.gold_matrix(y, 28)
+    fn, arrs = M.ci_inputs("nll", {"probs": P, "gold": G})
+    a = _t(lambda: M.bootstrap_ci(fn, *arrs, n_boot=200), reps=1)
+    b = _t(lambda: M.bootstrap_ci(M.nll_multiclass, P, G, n_boot=200), reps=1)
+    print(f"n={n}, K=28  nll CI (200 resamples): per-doc losses {a:.3f} s, recompute {b:.2f} s, ratio {b / a:.0f}")
+    M.classification_report(P[:50], y[:50], ci=False)  # warm-up: sklearn/scipy imports
+    a = _t(lambda: M.classification_report(P, y, ci=False), reps=1)
+    b = _t(lambda: M.classification_report(P, y, ci=True), reps=1)
+    print(f"n={n}, K=28  classification_report: no CI {a:.2f} s, with CIs (1000 resamples) {b:.2f} s")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)

@@ -1,0 +1,263 @@
+"""``semcal-eval report RESULTS_DIR``: pictures and Markdown tables from an lm-eval run's logged samples.
+
+Everything is recomputed from the per-document items in ``samples_*.jsonl`` (Contract 1), never read from
+``results_*.json``, so a report can be rebuilt from saved samples alone. For each task:
+
+* one table with a row per filter (constrained baseline, Semantic Softmax, τ-sweep, cross-fitted temperature
+  scaling, reference predictors) and accuracy, macro-F1, ECE (with its bootstrap CI), Brier, NLL, AUROC;
+  rows that do not beat the class-prior predictor on Brier are marked ✗;
+* ``--calibrate-on VAL_DIR``: temperature scaling fitted on a validation run's logged samples of the same
+  task and filter, applied here (rows ``<filter>+T(val)``, with the fitted T in the table);
+* ``--halves``: the issue-8 protocol on one split — fit T on one half of the documents, report every row on
+  the other half;
+* reliability diagrams (baseline and semsoft on one figure), confidence histograms, a τ-sweep plot and, for
+  soft-label tasks, predicted P(positive) against the annotator fraction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from semcal_eval import metrics as M
+from semcal_eval import plots, recalibration
+from semcal_eval.aggregations import items_to_arrays
+
+CLASSIFICATION_COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_class", "auroc_conf"]
+SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"]
+CONFIDENCE_COLUMNS = ["acc", "ece_uw10", "ece_uw15", "brier_conf", "nll_conf", "auroc_conf", "aurc"]
+MAIN_FILTERS = ("constrained", "semsoft")
+FILTER_ORDER = ["prior", "majority", "uniform", "constrained", "constrained_ts", "semsoft", "semsoft_ts"]
+
+
+class ReportError(ValueError):
+    """A run folder that cannot be reported on; the message names the file and the fix."""
+
+
+# -- reading -------------------------------------------------------------------------------------------------
+def load_run(path: str | Path) -> dict[str, dict[str, dict]]:
+    """{task: {filter: {"doc_ids": [...], "items": [...]}}} from an lm-eval ``--output_path`` folder."""
+    from leaderboards.ingest import find_results, read_results, read_samples
+
+    results_path = find_results(path)
+    results = read_results(results_path)
+    date_id = results_path.stem[len("results_") :]
+    out: dict[str, dict[str, dict]] = {}
+    for task in results["results"]:
+        sp = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
+        if not sp.is_file():
+            continue  # groups have no samples of their own
+        by_filter: dict[str, dict] = defaultdict(lambda: {"doc_ids": [], "items": []})
+        for row in read_samples(sp):
+            names = row.get("metrics") or []
+            item = next((row[m] for m in names if isinstance(row.get(m), dict)), None)
+            if item is None:
+                continue  # --predict_only or a non-semcal task
+            f = by_filter[row.get("filter", "none")]
+            f["doc_ids"].append(row["doc_id"])
+            f["items"].append(item)
+        if by_filter:
+            out[task] = dict(by_filter)
+    if not out:
+        raise ReportError(
+            f"{results_path.parent}: no semcal per-document items in the samples files; run lm-eval with "
+            "--log_samples on semcal tasks (and without --predict_only)"
+        )
+    return out
+
+
+def _sorted_filters(names) -> list[str]:
+    rank = {f: i for i, f in enumerate(FILTER_ORDER)}
+    return sorted(names, key=lambda f: (rank.get(f.split("+")[0], 50), f))
+
+
+# -- metrics ---------------------------------------------------------------------------------------------------
+def row_metrics(items: list[dict], ci: bool = True, seed: int = 0) -> dict[str, float]:
+    """All metrics of one row (a filter's items), with bootstrap CIs."""
+    a = items_to_arrays(items)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", M.SemcalMetricWarning)
+        if a["kind"] == "confidence":
+            return M.confidence_report(a["conf"], a["correct"], ci=ci, seed=seed)
+        soft = a["t"] if a.get("t") is not None else None
+        golds = [it.get("gold") for it in items]
+        gold = None if soft is not None and all(g is None for g in golds) else golds
+        return M.classification_report(a["probs"], gold, soft=soft, ci=ci, seed=seed)
+
+
+def _first_gold(g):
+    return g[0] if isinstance(g, (list, tuple)) else g
+
+
+def temperature_rows(fit_items: list[dict], apply_items: list[dict]) -> tuple[list[dict], recalibration.TemperatureFit]:
+    """Fit T on ``fit_items``' log-probabilities and apply it to ``apply_items`` (Guo et al. 2017)."""
+    lp_fit = np.log(np.clip([it["probs"] for it in fit_items], recalibration.PROB_FLOOR, 1.0))
+    labels = [_first_gold(it["gold"]) for it in fit_items]
+    fit = recalibration.fit_temperature(lp_fit, labels)
+    lp = np.log(np.clip([it["probs"] for it in apply_items], recalibration.PROB_FLOOR, 1.0))
+    scaled = recalibration.apply_temperature(lp, fit.T)
+    return [{**it, "probs": p.tolist(), "temperature": fit.T} for it, p in zip(apply_items, scaled)], fit
+
+
+def task_rows(
+    filters: dict[str, dict], val_filters: dict[str, dict] | None = None, halves: bool = False, seed: int = 0
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """{row name: metrics} and {row name: items} for one task."""
+    rows: dict[str, list[dict]] = {}
+    notes: dict[str, dict] = {}
+    if halves:
+        ids = filters[next(iter(filters))]["doc_ids"]
+        fit_ids, eval_ids = recalibration.split_halves(ids, seed=seed)
+        fit_set, eval_set = set(map(str, fit_ids)), set(map(str, eval_ids))
+        for name, f in filters.items():
+            if name.endswith("_ts"):
+                continue  # cross-fitted rows used both halves; the halves protocol replaces them
+            pairs = list(zip(map(str, f["doc_ids"]), f["items"]))
+            rows[name] = [it for d, it in pairs if d in eval_set]
+            if name in MAIN_FILTERS:
+                fit_items = [it for d, it in pairs if d in fit_set]
+                scaled, fit = temperature_rows(fit_items, rows[name])
+                rows[f"{name}+T(half)"] = scaled
+                notes[f"{name}+T(half)"] = {"temperature": fit.T, "at_bound": fit.at_bound}
+    else:
+        rows = {name: f["items"] for name, f in filters.items()}
+        for name in MAIN_FILTERS:
+            if val_filters and name in val_filters and name in filters:
+                scaled, fit = temperature_rows(val_filters[name]["items"], filters[name]["items"])
+                rows[f"{name}+T(val)"] = scaled
+                notes[f"{name}+T(val)"] = {"temperature": fit.T, "at_bound": fit.at_bound}
+        for name, f in filters.items():
+            temps = [it.get("temperature") for it in f["items"] if it.get("temperature") is not None]
+            if temps:
+                bound = any(it.get("at_bound") for it in f["items"])
+                notes[name] = {"temperature": float(np.mean(temps)), "at_bound": bound}
+    table = {
+        name: {"n": len(items), **row_metrics(items, seed=seed), **notes.get(name, {})} for name, items in rows.items()
+    }
+    return table, rows
+
+
+# -- rendering -----------------------------------------------------------------------------------------------
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def markdown_table(table: dict[str, dict], columns: list[str]) -> str:
+    """Rows = filters; ECE-like columns carry their 95% bootstrap CI; ✗ marks rows whose Brier is not below
+    the class-prior predictor's."""
+    brier_col = next((c for c in ("brier_mc", "soft_brier", "brier_conf") if c in columns), None)
+    prior_brier = table.get("prior", {}).get(brier_col) if brier_col else None
+    head = ["row", "n", *columns, "T", "beats prior (Brier)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in _sorted_filters(table):
+        m = table[name]
+        cells = []
+        for c in columns:
+            v = _fmt(m.get(c))
+            if f"{c}_ci_lo" in m and not math.isnan(m[f"{c}_ci_lo"]):
+                v += f" [{m[f'{c}_ci_lo']:.3f}, {m[f'{c}_ci_hi']:.3f}]"
+            cells.append(v)
+        beats = "" if prior_brier is None or name in ("prior", "majority", "uniform") else (
+            "✓" if m.get(brier_col, math.inf) < prior_brier else "✗"
+        )
+        t = m.get("temperature")
+        t = "—" if t is None else f"{t:.2f}" + (" (bound)" if m.get("at_bound") else "")
+        lines.append("| " + " | ".join([name, str(m.get("n", "")), *cells, t, beats]) + " |")
+    return "\n".join(lines)
+
+
+def _columns(items: list[dict]) -> list[str]:
+    a = items_to_arrays(items)
+    if a["kind"] == "confidence":
+        return CONFIDENCE_COLUMNS
+    return SOFT_COLUMNS if a.get("t") is not None else CLASSIFICATION_COLUMNS
+
+
+def _tau_of(name: str) -> float | None:
+    m = re.fullmatch(r"semsoft_tau(-?[0-9.e+-]+)", name)
+    return float(m.group(1)) if m else None
+
+
+def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: float | None = None) -> list[str]:
+    """Write the task's PNGs; return the Markdown lines that show them."""
+    md = []
+    arrays = {name: items_to_arrays(items) for name, items in rows.items()}
+    shown = [n for n in _sorted_filters(rows) if n.split("+")[0] in MAIN_FILTERS or n.endswith("_ts")]
+    shown = shown or list(rows)
+    series = {n: (arrays[n]["conf"], arrays[n]["correct"]) for n in shown}
+    rel = out / f"{task}_reliability.png"
+    plots.reliability_diagram(rel, series, title=f"{task}: reliability (15 equal-width bins)")
+    hist = out / f"{task}_confidence.png"
+    plots.confidence_histogram(hist, {n: arrays[n]["conf"] for n in shown}, title=f"{task}: confidence")
+    md += [f"![reliability]({rel.name})", f"![confidence]({hist.name})"]
+    taus = sorted((t, n) for n in rows if (t := _tau_of(n)) is not None)
+    if taus and "semsoft" in table:
+        if primary_tau is not None and all(abs(t - primary_tau) > 1e-9 for t, _ in taus):
+            taus = sorted([*taus, (primary_tau, "semsoft")])
+        xs = [t for t, _ in taus]
+        cols = ["ece_uw15", "acc", "brier_mc"] if arrays[taus[0][1]].get("t") is None else ["soft_ece", "soft_brier"]
+        ys = {c: {"semsoft": [table[n].get(c, math.nan) for _, n in taus],
+                  "constrained": [table.get("constrained", {}).get(c, math.nan)] * len(xs)} for c in cols}
+        sweep = out / f"{task}_tau_sweep.png"
+        plots.sweep_plot(xs, ys, sweep, title=f"{task}: τ sweep (constrained baseline flat)")
+        md.append(f"![tau sweep]({sweep.name})")
+    soft_rows = [n for n in shown if arrays[n].get("t") is not None]
+    if soft_rows:
+        sc = out / f"{task}_soft_scatter.png"
+        plots.soft_scatter({n: arrays[n]["p"] for n in soft_rows}, arrays[soft_rows[0]]["t"], sc,
+                           title=f"{task}: predicted P(toxic) vs annotator fraction")
+        md.append(f"![soft scatter]({sc.name})")
+    return md
+
+
+def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False, seed: int = 0) -> Path:
+    """Write ``report.md``, ``report.json`` and PNGs; return the Markdown path."""
+    run = load_run(run_dir)
+    val = load_run(calibrate_on) if calibrate_on else {}
+    out = Path(out_dir) if out_dir else Path(run_dir) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    md = [f"# semcal report: {Path(run_dir).name}", ""]
+    if halves:
+        md += ["Protocol: temperature fitted on one half of the documents, **every row reported on the other "
+               f"half** (deterministic split, seed {seed}).", ""]
+    if calibrate_on:
+        md += [f"`+T(val)` rows: temperature fitted on the logged samples of `{calibrate_on}`.", ""]
+    summary = {}
+    for task, filters in run.items():
+        print(f"[report] {task}: {', '.join(_sorted_filters(filters))}", flush=True)
+        table, rows = task_rows(filters, val.get(task), halves=halves, seed=seed)
+        cols = _columns(next(iter(rows.values())))
+        md += [f"## {task}", "", markdown_table(table, cols), ""]
+        md += render_task(task, table, rows, out) + [""]
+        summary[task] = table
+    (out / "report.json").write_text(json.dumps(summary, indent=1, default=float))
+    path = out / "report.md"
+    path.write_text("\n".join(md))
+    print(f"[report] wrote {path}", flush=True)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="semcal-eval report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dir", help="an lm-eval --output_path folder of a --log_samples run")
+    ap.add_argument("--out", default=None, help="where to write report.md and PNGs (default RESULTS_DIR/report)")
+    ap.add_argument("--calibrate-on", default=None, metavar="VAL_DIR",
+                    help="fit temperature scaling on this validation run's logged samples")
+    ap.add_argument("--halves", action="store_true",
+                    help="fit temperature on one half of the documents and report all rows on the other half")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    try:
+        build_report(args.results_dir, args.out, args.calibrate_on, args.halves, args.seed)
+    except (ReportError, ValueError) as e:
+        ap.exit(2, f"semcal-eval report: error: {e}\n")
+    return 0
