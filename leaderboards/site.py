@@ -87,34 +87,11 @@ def _page(title: str, body: str, prefix: str = "") -> str:
     )
 
 
-def reliability_png(conf: np.ndarray, correct: np.ndarray, n_bins: int, title: str, path: Path) -> None:
-    """Write a reliability diagram (per-bin accuracy vs confidence, with the identity line)."""
-    try:
-        from semcal_eval.plots import reliability_diagram
-    except ImportError:  # plots module not available: draw it here with matplotlib
-        reliability_diagram = None
-    import matplotlib
+def reliability_png(conf: np.ndarray, correct: np.ndarray, n_bins: int, name: str, title: str, path: Path) -> None:
+    """Write the reliability diagram of one row (:func:`semcal_eval.plots.reliability_diagram`)."""
+    from semcal_eval.plots import reliability_diagram
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if reliability_diagram is not None:
-        fig = reliability_diagram(conf, correct, n_bins=n_bins, title=title)
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
-        return
-    from semcal_eval.metrics import reliability_table
-
-    fig, ax = plt.subplots(figsize=(4, 4))
-    edges = np.linspace(0, 1, n_bins + 1)
-    tab = reliability_table(conf, correct, n_bins)
-    acc = np.asarray(tab["acc"], dtype=float) if isinstance(tab, dict) else None
-    ax.bar(edges[:-1], np.nan_to_num(acc), width=1 / n_bins, align="edge", edgecolor="k", alpha=0.7)
-    ax.plot([0, 1], [0, 1], "k--", lw=1)
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence", ylabel="accuracy", title=title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    reliability_diagram(path, {name: (conf, correct)}, n_bins=n_bins, title=title)
 
 
 def _row_cells(r: dict, prefix: str = "") -> str:
@@ -238,7 +215,7 @@ def _entry_page(slug: str, rows: list[dict], pngs: dict[int, str]) -> str:
         png = pngs[r["entry_id"]]
         parts.append(
             f"<figure><img class=\"reliability\" src=\"{png}\" alt=\"reliability diagram, {e(r['filter'])}\" "
-            f"width=\"320\" height=\"320\"><figcaption>{e(r['filter'])}: ECE {_fmt(r['board']['ece'])}, "
+            f"width=\"360\"><figcaption>{e(r['filter'])}: ECE {_fmt(r['board']['ece'])}, "
             f"{r['board']['n_bins']} bins</figcaption></figure>"
         )
     parts.append("</div><h2>Reported vs recomputed</h2><table><thead><tr><th>Scoring</th><th>Metric</th>"
@@ -354,8 +331,8 @@ def render(entries: list[dict], out: str | Path, generated: str | None = None) -
         for i, r in enumerate(prow):
             name = f"{slug}-{i}.png"
             if not (out / "entries" / name).exists():
-                reliability_png(r["conf"], r["correct"], r["board"]["n_bins"], f"{r['task']} / {r['filter']}",
-                                out / "entries" / name)
+                reliability_png(r["conf"], r["correct"], r["board"]["n_bins"], r["filter"],
+                                f"{r['task']} / {r['filter']}", out / "entries" / name)
                 n_png += 1
             pngs[r["entry_id"]] = name
         (out / "entries" / f"{slug}.html").write_text(_entry_page(slug, prow, pngs), encoding="utf-8")

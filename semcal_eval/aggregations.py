@@ -202,6 +202,10 @@ for _name in M.CI_METRICS:
     METRIC_HIGHER_IS_BETTER[f"{_name}_ci_lo"] = METRIC_HIGHER_IS_BETTER[_name]
     METRIC_HIGHER_IS_BETTER[f"{_name}_ci_hi"] = METRIC_HIGHER_IS_BETTER[_name]
 
+# Not a score: the temperature a recalibration filter fitted (mean over documents; NaN on rows that were
+# not recalibrated), so fitted parameters are part of the results, not only of the sample log.
+METRIC_HIGHER_IS_BETTER["temperature"] = False
+
 #: metric name -> registered aggregation name
 AGGREGATIONS: dict[str, str] = {name: AGG_PREFIX + name for name in METRIC_HIGHER_IS_BETTER}
 
@@ -228,6 +232,10 @@ def _ci(name: str, a: dict) -> tuple[float, float]:
 
 def aggregate(name: str, items: Sequence[dict]) -> float:
     """Compute metric ``name`` (a key of :data:`METRIC_HIGHER_IS_BETTER`) from a list of items."""
+    if name == "temperature":
+        temps = [it.get("temperature") for it in items if isinstance(it, dict)]
+        temps = [float(t) for t in temps if t is not None]
+        return float(np.mean(temps)) if temps else float("nan")
     a = items_to_arrays(items)
     if name.endswith(("_ci_lo", "_ci_hi")) and name[:-6] in M.CI_METRICS:
         lo, hi = _ci(name[:-6], a)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -678,13 +678,33 @@ def acc_at_coverage(conf: Any, correct: Any, coverage: float = 0.1) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def accuracy(correct: Any) -> float:
-    """Mean of the 0/1 correctness vector.
+def accuracy(correct_or_pred: Any, labels: Any = None, n_classes: int | None = None) -> float:
+    """Accuracy: mean of a 0/1 correctness vector, or, with ``labels``, share of predictions among
+    the golds (``n_classes`` defaults to max index + 1).
 
     >>> accuracy([1, 0, 1, 1])
     0.75
+    >>> accuracy([2, 0, 1], [2, [1, 0], 0])
+    0.6666666666666666
     """
-    return float(np.mean(_binary(correct, "correct")))
+    if labels is None:
+        return float(np.mean(_binary(correct_or_pred, "correct")))
+    pr = _float_1d(correct_or_pred, "pred")
+    if not np.all(pr == np.round(pr)) or pr.min() < 0:
+        raise ValueError("pred must be non-negative integer class indices")
+    pr = pr.astype(np.int64)
+    if n_classes is None:
+        if isinstance(labels, np.ndarray) and labels.dtype == bool:
+            n_classes = labels.shape[1]
+        else:
+            flat = [g for x in labels for g in (x if isinstance(x, (list, tuple, np.ndarray)) else [x])]
+            n_classes = int(max(max(flat, default=0), pr.max())) + 1
+    G = gold_matrix(labels, n_classes)
+    if len(G) != len(pr):
+        raise ValueError(f"shape mismatch: pred has {len(pr)} documents but labels has {len(G)}")
+    if pr.max() >= G.shape[1]:
+        raise ValueError(f"pred contains class {pr.max()} but there are only {G.shape[1]} classes")
+    return float(np.mean(G[np.arange(len(pr)), pr]))
 
 
 def macro_f1(pred: Any, labels: Any, n_classes: int) -> float:
@@ -830,9 +850,10 @@ CI_METRICS = ("acc", "ece_uw15", "brier_mc", "brier_conf", "nll", "auroc_conf", 
 def _conf_metrics(c: np.ndarray, y: np.ndarray, n_bins: int) -> dict[str, Callable[[], float]]:
     return {
         "acc": lambda: accuracy(y),
-        "ece_uw15": lambda: ece(c, y, n_bins, "uniform"),
+        # the named ECEs keep the bins of their names; n_bins sets mce, rms_ce and the class/soft ECEs
+        "ece_uw15": lambda: ece(c, y, 15, "uniform"),
         "ece_uw10": lambda: ece(c, y, 10, "uniform"),
-        "ece_em15": lambda: ece(c, y, n_bins, "mass"),
+        "ece_em15": lambda: ece(c, y, 15, "mass"),
         "mce": lambda: mce(c, y, n_bins),
         "rms_ce": lambda: rms_ce(c, y, n_bins),
         "brier_conf": lambda: brier_confidence(c, y),

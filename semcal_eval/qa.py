@@ -556,9 +556,14 @@ def make_process_docs(question: str, golds, unanswerable: Sequence[str] = ()):
     count is logged as a warning, never silently.
     """
     bad = {normalize_answer(u) for u in unanswerable}
+    done: dict[str, object] = {}  # lm-eval calls process_docs on every eval_docs access: map/filter/warn once
 
     def process_docs(dataset):
         import logging
+
+        fp = getattr(dataset, "_fingerprint", None)
+        if fp is not None and fp in done:
+            return done[fp]
 
         def add(doc):
             gs = [str(g) for g in (golds(doc) or []) if g is not None]
@@ -574,6 +579,9 @@ def make_process_docs(question: str, golds, unanswerable: Sequence[str] = ()):
                 "(unanswerable/empty; they cannot be scored)", dropped, len(ds))
         if len(kept) == 0:
             raise EmptyGoldError(f"QA task: none of the {len(ds)} questions has a usable gold answer")
+        if fp is not None:
+            done.clear()
+            done[fp] = kept
         return kept
 
     return process_docs
@@ -680,6 +688,9 @@ def _build_glue() -> None:
             if int(config.get("repeats", 1) or 1) != 1:
                 raise ValueError("QA task: set the number of samples with metadata num_samples, not repeats")
             config["filter_list"] = self._filters_from_settings(config.get("filter_list"))
+            # A callable here tells ConfigurableTask not to look the metric names up as lm-eval metric
+            # functions (which falls back to downloading HF `evaluate` metrics); our process_results runs.
+            config["process_results"] = _process_results_marker
             super().__init__(config=config)
             self._gen_snapshot = deepcopy(self.config.generation_kwargs or {})
             self._warned_gen = False
@@ -770,6 +781,9 @@ def _build_glue() -> None:
                 else:
                     res[m] = item
             return res
+
+    def _process_results_marker(doc, results):  # pragma: no cover - QATask.process_results overrides it
+        raise NotImplementedError
 
     for cls in (JudgeFilter, VerbalizedFilter, QATask):
         cls.__module__, cls.__qualname__ = __name__, cls.__name__

@@ -182,3 +182,30 @@ def test_yaml_task_resolves_every_aggregation_and_evaluates():
     for name in ("acc", "ece_uw15", "brier_mc", "nll", "soft_brier", "spearman", "aurc", "macro_f1"):
         assert row[f"{name},none"] == pytest.approx(rep[name]), name
     assert row["ece_uw15_ci_lo,none"] <= row["ece_uw15,none"] <= row["ece_uw15_ci_hi,none"]
+
+
+def test_yaml_resolves_in_a_fresh_interpreter_without_importing_semcal_first():
+    # what `lm_eval --include_path ...` does: only the task's `!function` module imports semcal_eval
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from lm_eval.tasks import TaskManager\n"
+        f"tm = TaskManager(include_path={str(FIXTURE)!r}, include_defaults=False)\n"
+        "task = tm.load(['semcal_agg_fixture'])['tasks']['semcal_agg_fixture']\n"
+        "bad = [k for k, v in task.aggregation().items() if v is None or not v.__name__.startswith('semcal_')]\n"
+        "print('UNRESOLVED', bad)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "UNRESOLVED []" in out.stdout
+
+
+def test_temperature_is_the_mean_fitted_t_and_nan_where_not_recalibrated():
+    import math
+
+    assert A.aggregate("temperature", [{"probs": [1.0], "gold": 0, "temperature": 2.0},
+                                        {"probs": [1.0], "gold": 0, "temperature": 4.0}]) == 3.0
+    assert math.isnan(A.aggregate("temperature", [{"probs": [0.5, 0.5], "gold": 0}]))

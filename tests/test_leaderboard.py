@@ -446,3 +446,38 @@ def test_registry_reads_real_task_folder(monkeypatch):
     assert spec is not None and spec.version == "1.0"
     assert spec.metrics["ece_uw15"] == "ece_uw15"  # inherited through include: _goemotions.yaml
     assert not any(n.startswith("_") for n in reg)
+
+
+@pytest.mark.slow
+def test_real_lm_eval_run_submits(tmp_path, data_dir, smollm2_path, monkeypatch):
+    """evaluate (real SmolLM2-135M through lm-eval) -> submit -> render, on the real task folder."""
+    monkeypatch.delenv("SEMCAL_BOARD_TASKS_DIR", raising=False)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "semcal_eval.cli", "--model", "hf-semsoft",
+           "--model_args", "pretrained=semcal:smollm2-135m,dtype=float32", "--tasks", "goemotions_semsoft",
+           "--limit", "40", "--log_samples", "--output_path", str(out), "--metadata", '{"split": "validation"}',
+           "--device", "cpu", "--batch_size", "8"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    db = tmp_path / "board.sqlite"
+    assert main(["submit", str(out), "--model-name", "SmolLM2-135M-Instruct", "--method", "base",
+                 "--db", str(db)]) == 0
+
+    from leaderboards import db as DB
+
+    entries = {e["filter"]: e for e in DB.load_entries(DB.connect(db))}
+    assert {"constrained", "semsoft", "prior"} <= set(entries)
+    assert entries["prior"]["is_reference"] and not entries["semsoft"]["is_reference"]
+    for e in entries.values():
+        assert e["n_docs"] == 40 and e["n_original"] > 40 and e["limit"] == 40
+        # the board's ECE column and the task's own ece_uw15 aggregation agree on the same items
+        assert e["board"]["ece"] == pytest.approx(e["reported"]["ece_uw15"], abs=1e-12)
+        assert e["board"]["acc"] == pytest.approx(e["reported"]["acc"], abs=1e-12)
+        assert e["provenance"]["lm_eval_version"] == "0.4.13"
+    site = tmp_path / "site"
+    assert main(["render", "--out", str(site), "--db", str(db)]) == 0
+    (page,) = (site / "entries").glob("*.html")
+    assert "semcal:smollm2-135m" in page.read_text()
+    # a second submit of the same run is a duplicate
+    assert main(["submit", str(out), "--model-name", "again", "--method", "base", "--db", str(db)]) == 2

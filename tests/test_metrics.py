@@ -408,3 +408,15 @@ def test_ci_shortcut_equals_document_resampling():
         ), name
     with pytest.raises(ValueError, match="no bootstrap CI"):
         m.ci_inputs("mce", data)
+
+
+def test_accuracy_from_predictions():
+    assert m.accuracy([2, 0, 1], [2, [1, 0], 0]) == pytest.approx(2 / 3)
+    assert m.accuracy(np.array([1, 1]), np.array([1, 0]), n_classes=2) == 0.5
+    with pytest.raises(ValueError, match="shape mismatch"):
+        m.accuracy([1, 1], [1])
+    with pytest.raises(ValueError, match="only 2 classes"):
+        m.accuracy([2], [1], n_classes=2)
+    with pytest.warns(SemcalMetricWarning, match="auroc_class"):  # one gold class only
+        r = m.classification_report(np.array([[0.3, 0.7], [0.8, 0.2]]), [1, 1], n_bins=5, ci=False)
+    assert r["ece_uw15"] == m.ece_uw15([0.7, 0.8], [1, 0]) and r["mce"] == m.mce([0.7, 0.8], [1, 0], 5)

@@ -17,10 +17,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DATASETS = ("nq_open", "triviaqa", "hotpotqa", "msmarco")
 
 
-def _tm(**metadata):
+def _tm(include_defaults: bool = False, **metadata):
     from lm_eval.tasks import TaskManager
 
-    return TaskManager(include_path=str(TASKS_DIR), metadata=metadata)
+    # lm-eval's own ~10k task YAMLs take seconds to index; only the registry test needs them
+    return TaskManager(include_path=str(TASKS_DIR), include_defaults=include_defaults, metadata=metadata)
 
 
 def _task(name: str, **metadata):
@@ -38,7 +39,7 @@ def _meta(ds: str, **kw) -> dict:
 
 
 def test_task_names_registered_without_clashing_with_lm_eval():
-    tm = _tm()
+    tm = _tm(include_defaults=True)
     names = set(tm.all_tasks)
     for ds in DATASETS:
         for v in ("semagree", "semagree_judges", "verbalized"):
@@ -67,11 +68,20 @@ def test_each_dataset_builds_requests(data_dir, ds):
 
 
 def test_msmarco_fixture_drops_unanswerable_with_warning(caplog):
+    from semcal_eval.data import load
+    from semcal_eval.qa import make_process_docs
+
+    ds = load("msmarco", "validation", data_dir=FIXTURES)
+    process_docs = make_process_docs("query", lambda d: d["answers"], unanswerable=("No Answer Present.",))
     with caplog.at_level(logging.WARNING, logger="semcal_eval.qa"):
-        task = _task("msmarco_semagree", **_meta("msmarco"))
-    golds = [d["qa_golds"] for d in task.eval_docs]
-    assert ["Blue", "Light blue"] in golds and all(golds)
-    assert any("dropped" in r.message and "usable gold" in r.message for r in caplog.records)
+        kept = process_docs(ds)
+    n_bad = sum(1 for d in ds if not [a for a in d["answers"] if a.strip() and a != "No Answer Present."])
+    assert n_bad >= 1 and len(kept) == len(ds) - n_bad
+    assert ["Blue", "Light blue"] in kept["qa_golds"] and all(kept["qa_golds"])
+    assert any(f"dropped {n_bad} of {len(ds)}" in r.message for r in caplog.records)
+    assert process_docs(ds) is kept  # memoised: lm-eval calls process_docs on every eval_docs access
+    task = _task("msmarco_semagree", **_meta("msmarco"))
+    assert list(task.eval_docs["qa_golds"]) == list(kept["qa_golds"])
 
 
 def test_gen_kwargs_cannot_override_sampling(data_dir):

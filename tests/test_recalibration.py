@@ -39,9 +39,9 @@ def test_temperature_recovery(T_true):
 def test_temperature_is_nll_minimiser():
     z, y = _synthetic(1.7, n=1500, seed=3)
     fit = r.fit_temperature(z, y)
-    grid = np.exp(np.linspace(math.log(0.5), math.log(5), 400))
+    grid = np.exp(np.linspace(math.log(0.5), math.log(5), 150))
     nlls = [log_loss(y, y_proba=r.apply_temperature(z, t), labels=range(5)) for t in grid]
-    assert fit.T == pytest.approx(grid[int(np.argmin(nlls))], rel=0.02)
+    assert fit.T == pytest.approx(grid[int(np.argmin(nlls))], rel=0.02)  # grid step ~1.5%
     assert fit.nll_after <= min(nlls) + 1e-9
 
 

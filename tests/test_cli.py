@@ -1,0 +1,111 @@
+"""`semcal-eval` is a drop-in for `lm_eval`: real subprocesses, the real SmolLM2, lm-eval's own CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from semcal_eval.cli import include_paths, resolve_model_args
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def run(args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=REPO, env={**ENV, **kw.pop("env", {})}, capture_output=True, text=True,
+                          timeout=kw.pop("timeout", 600), **kw)
+
+
+def test_registering_first_does_not_hide_lm_evals_backends():
+    """Importing semcal's backend before anything else must leave `hf` (and the rest) registered."""
+    code = (
+        "import semcal_eval.backend\n"
+        "from lm_eval.api.registry import get_model, model_registry\n"
+        "names = set(model_registry.keys())\n"
+        "assert {'hf', 'huggingface', 'hf-semsoft', 'dummy'} <= names, sorted(names)\n"
+        "from semcal_eval.backend import SemSoftLM\n"
+        "from lm_eval.models.huggingface import HFLM\n"
+        "assert get_model('hf') is HFLM and get_model('hf-semsoft') is SemSoftLM\n"
+        "print('ok', len(names))\n"
+    )
+    r = run([sys.executable, "-c", code])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("ok")
+
+
+def test_cli_registration_order_keeps_hf():
+    from lm_eval.api.registry import get_model
+
+    from semcal_eval.cli import register_backends
+
+    register_backends()
+    assert get_model("hf").__name__ == "HFLM"
+    assert get_model("hf-semsoft").__name__ == "SemSoftLM"
+
+
+def test_include_paths_keep_the_users_own():
+    from semcal_eval import TASKS_DIR
+
+    assert include_paths(None) == [str(TASKS_DIR)]
+    assert include_paths("/a:/b") == [str(TASKS_DIR), "/a", "/b"]
+    assert include_paths(["/c"]) == [str(TASKS_DIR), "/c"]
+
+
+def test_semcal_model_names_are_resolved(smollm2_path):
+    argv = ["--model_args", "pretrained=semcal:smollm2-135m,dtype=float32", "--tasks", "x"]
+    assert resolve_model_args(argv)[1] == f"pretrained={smollm2_path},dtype=float32"
+    assert resolve_model_args(["pretrained=gpt2"]) == ["pretrained=gpt2"]
+    with pytest.raises(Exception, match="no-such-model"):
+        resolve_model_args(["pretrained=semcal:no-such-model"])
+
+
+def _acc(out: Path) -> float:
+    (results,) = out.rglob("results_*.json")
+    return json.loads(results.read_text())["results"]["tiny_user_mc"]["acc,none"]
+
+
+@pytest.mark.slow
+def test_stock_task_through_semcal_eval_equals_plain_lm_eval(tmp_path, smollm2_path):
+    """The same stock multiple_choice task from the user's --include_path, through both CLIs: same numbers."""
+    common = ["--model", "hf", "--model_args", f"pretrained={smollm2_path},dtype=float32", "--device", "cpu",
+              "--tasks", "tiny_user_mc", "--include_path", "tests/fixtures/user_tasks", "--batch_size", "4"]
+    ours = run([sys.executable, "-m", "semcal_eval", *common, "--output_path", str(tmp_path / "ours")])
+    assert ours.returncode == 0, ours.stderr[-3000:]
+    plain = run([sys.executable, "-m", "lm_eval", *common, "--output_path", str(tmp_path / "plain")])
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert _acc(tmp_path / "ours") == _acc(tmp_path / "plain")
+    assert "tiny_user_mc" in ours.stdout
+
+
+def test_semsoft_task_on_stock_hf_fails_loudly(tmp_path):
+    r = run([sys.executable, "-m", "semcal_eval", "--model", "hf", "--model_args", "pretrained=unused",
+             "--tasks", "goemotions_semsoft", "--limit", "2"])
+    assert r.returncode == 2
+    assert "hf-semsoft" in r.stderr and "goemotions_semsoft" in r.stderr
+
+
+def test_lm_eval_subcommands_and_semcal_tasks_are_listed():
+    r = run([sys.executable, "-m", "semcal_eval", "ls", "tasks"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "goemotions_semsoft" in r.stdout and "hellaswag" in r.stdout  # ours and lm-eval's own
+
+
+def test_verbs_do_not_clash_with_lm_eval_flags():
+    r = run([sys.executable, "-m", "semcal_eval", "models", "list"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "smollm2-135m" in r.stdout
+    r = run([sys.executable, "-m", "semcal_eval", "report", "--help"])
+    assert r.returncode == 0 and "RESULTS_DIR" in r.stdout.upper()
+
+
+def test_entry_points_are_declared():
+    from importlib.metadata import entry_points
+
+    models = {e.name: e.value for e in entry_points(group="lm_eval.models")}
+    assert models.get("hf-semsoft") == "semcal_eval.backend:SemSoftLM"
+    assert any(e.name == "semcal" for e in entry_points(group="lm_eval.tasks"))

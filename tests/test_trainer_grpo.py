@@ -1,0 +1,236 @@
+"""Real GRPO runs (TRL's GRPOTrainer, SmolLM2-135M on CPU) for csr / rlvr / rlcr: 2 steps each, resume after a
+crash, the saved model in lm-eval, and a 2-process run with groups split across ranks.
+
+Kept small (K = 2, 2 prompts a step, ≤ 8 new tokens, LoRA) so the file fits a 2-core CI.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from datasets import Dataset  # noqa: E402
+
+from trainers.config import load_config  # noqa: E402
+from trainers.data import build_dataset  # noqa: E402
+from trainers.train import build_trainer, read_metrics, train  # noqa: E402
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+
+# Easy questions, so that a 135M model is sometimes right and rewards differ within a group (non-zero advantage).
+ROWS = Dataset.from_dict(
+    {
+        "id": [str(i) for i in range(8)],
+        "question": [
+            "What is the capital of France?",
+            "What is the capital of Japan?",
+            "What is the capital of Italy?",
+            "What is the largest planet in the solar system?",
+            "Who wrote Romeo and Juliet?",
+            "What color is the sky on a clear day?",
+            "What is the capital of Germany?",
+            "How many days are in a week?",
+        ],
+        "answer": [["Paris"], ["Tokyo"], ["Rome"], ["Jupiter"], ["William Shakespeare", "Shakespeare"], ["blue"], ["Berlin"], ["7", "seven"]],
+    }
+)
+
+
+def _cfg(out: Path, method: str, *extra: str) -> dict:
+    return load_config(
+        ROOT / "trainers/configs/cpu_smoke.yaml",
+        [
+            f"output_dir={out}",
+            f"method={method}",
+            "grpo.max_steps=2",
+            "grpo.save_steps=2",
+            "grpo.num_generations=2",
+            "grpo.per_device_train_batch_size=4",
+            "grpo.max_completion_length=8",
+            "grpo.learning_rate=1e-3",
+            'data.prompt_template="Q: {question}\\nA:"',
+            *extra,
+        ],
+    )
+
+
+def _dataset(cfg: dict) -> Dataset:
+    return build_dataset(cfg, rows=ROWS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # 2 threads on 2 busy cores are slower than 1
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = {}
+    for method in ("csr", "rlvr", "rlcr"):
+        d = tmp_path_factory.mktemp(method)
+        cfg = _cfg(d, method)
+        res = train(cfg, train_dataset=_dataset(cfg))
+        out[method] = (cfg, res, read_metrics(d))
+    return out
+
+
+EXPECTED_FUNCS = {
+    "csr": ["correctness_reward", "calibration_reward"],
+    "rlvr": ["correctness_reward"],
+    "rlcr": ["rlcr_format_reward", "rlcr_correctness_reward", "rlcr_brier_reward"],
+}
+
+
+@pytest.mark.parametrize("method", ["csr", "rlvr", "rlcr"])
+def test_two_grpo_steps_log_every_component(runs, method):
+    cfg, res, logs = runs[method]
+    steps = [r for r in logs if "reward" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    for r in steps:
+        for f in EXPECTED_FUNCS[method]:
+            assert math.isfinite(r[f"rewards/{f}/mean"]) and math.isfinite(r[f"rewards/{f}/std"])
+        assert math.isfinite(r["reward"]) and math.isfinite(r["loss"])
+    if method == "csr":
+        # linear λ(t) = global_step / max_steps, read when the step's rollouts are scored: 0, then 1/2
+        assert [r["csr/lambda"] for r in steps] == [0.0, 0.5]
+        assert all(math.isfinite(r["csr/r_cal"]) and r["csr/r_cal"] <= 0 for r in steps)
+        assert steps[0]["rewards/calibration_reward/mean"] == 0.0  # λ = 0 at the first step
+    if method == "rlcr":
+        assert all("rlcr/confidence_parsed_frac" in r for r in steps)
+    # the saved model: plain HF folder, KV cache on, the newline stop of training not leaked into it
+    final = Path(res["model_dir"])
+    conf = json.loads((final / "config.json").read_text())
+    assert conf["use_cache"] is True
+    gen = json.loads((final / "generation_config.json").read_text())
+    assert gen.get("eos_token_id") in (2, [2])
+    assert (Path(res["adapter_dir"]) / "adapter_config.json").is_file()
+    assert (Path(cfg["output_dir"]) / "checkpoint-2" / "semcal_train.yaml").is_file()
+
+
+def test_rewards_move_the_policy(runs):
+    """Where a group's rewards differ, GRPO gets an advantage and the LoRA B matrices (zero at init) move."""
+    from safetensors.torch import load_file
+
+    moved_any = False
+    for method, (cfg, res, logs) in runs.items():
+        signal = any(r.get("frac_reward_zero_std", 1.0) < 1.0 for r in logs if "reward" in r)
+        w = load_file(str(Path(res["adapter_dir"]) / "adapter_model.safetensors"))
+        b_norm = sum(float(v.abs().sum()) for k, v in w.items() if "lora_B" in k)
+        if signal:
+            assert b_norm > 0, method
+            moved_any = True
+        else:
+            assert b_norm == 0, method  # no advantage anywhere → no gradient (dapo loss, β = 0)
+    assert moved_any, "no method saw a group with differing rewards on the easy questions"
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_resume_after_crash_matches_straight_run(tmp_path):
+    """4 steps straight vs. crash after step 3 (last checkpoint: step 2) and resume: same weights and logs.
+
+    Tolerance: atol 1e-6 on the adapter weights (same seed, same thread count; the RNG of sampling, the data
+    order and optimizer/scheduler state are restored from the checkpoint)."""
+    from safetensors.torch import load_file
+    from transformers import TrainerCallback
+
+    extra = ("grpo.max_steps=4", "reward.lambda_schedule=constant")
+    a_cfg = _cfg(tmp_path / "straight", "csr", *extra)
+    a = train(a_cfg, train_dataset=_dataset(a_cfg))
+
+    b_cfg = _cfg(tmp_path / "resumed", "csr", *extra)
+
+    class CrashAtStep3(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == 3:
+                raise _Crash
+
+    tr = build_trainer(b_cfg, train_dataset=_dataset(b_cfg))
+    tr.add_callback(CrashAtStep3())
+    with pytest.raises(_Crash):
+        train(b_cfg, trainer=tr)
+    del tr
+    assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-2"]
+
+    b_cfg["resume_from_checkpoint"] = "auto"
+    b = train(b_cfg, train_dataset=_dataset(b_cfg))
+    assert b["resumed_from"].endswith("checkpoint-2")
+
+    wa = load_file(str(Path(a["adapter_dir"]) / "adapter_model.safetensors"))
+    wb = load_file(str(Path(b["adapter_dir"]) / "adapter_model.safetensors"))
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        torch.testing.assert_close(wa[k], wb[k], atol=1e-6, rtol=0)
+    la = {r["step"]: r for r in read_metrics(a["output_dir"]) if "reward" in r}
+    lb = {}
+    for r in read_metrics(b["output_dir"]):  # the crashed attempt logged step 3 too; the resumed run's wins
+        if "reward" in r:
+            lb[r["step"]] = r
+    for step in (1, 2, 3, 4):
+        for key in ("reward", "rewards/calibration_reward/mean", "completions/mean_length", "csr/lambda"):
+            assert lb[step][key] == pytest.approx(la[step][key], abs=1e-6), (step, key)
+
+
+def test_checkpoint_loads_in_lm_eval(runs, data_dir):
+    """The saved folders load in lm-eval with no conversion: merged (pretrained=DIR) and adapter (peft=DIR)
+    give the same log-likelihood; the QA task runs on the merged folder through the semcal-eval CLI."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    cfg, res, _ = runs["rlvr"]
+    req = [Instance("loglikelihood", {}, ("Q: What is the capital of France?\nA:", " Paris"), 0)]
+    merged = HFLM(pretrained=res["model_dir"], dtype="float32", device="cpu", batch_size=1)
+    ll_merged = merged.loglikelihood(req)[0][0]
+    del merged
+    adapter = HFLM(pretrained=res["base_model"], peft=res["adapter_dir"], dtype="float32", device="cpu", batch_size=1)
+    ll_adapter = adapter.loglikelihood(req)[0][0]
+    del adapter
+    assert math.isfinite(ll_merged) and ll_merged == pytest.approx(ll_adapter, abs=1e-3)
+
+    from trainers import pipeline
+
+    cfg = dict(cfg)
+    cfg["evaluate"] = {"enabled": True, "tasks": ["hotpotqa_semagree"], "limit": 2, "batch_size": 2,
+                       "metadata": {"num_samples": 2, "split": "validation"}, "extra_args": []}
+    cmd = pipeline.eval_command(cfg, res)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+           "SEMCAL_DATA_DIR": str(data_dir)}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = list((Path(cfg["output_dir"]) / "eval").rglob("results_*.json"))
+    assert results, done.stdout[-2000:]
+    r = json.loads(results[0].read_text())["results"]["hotpotqa_semagree"]
+    assert 0.0 <= r["acc,judge_f1"] <= 1.0 and "ece_uw15,judge_f1" in r
+
+
+def test_two_processes_split_groups(tmp_path, data_dir):
+    """torchrun, 2 CPU processes, 3 rows per rank and K = 2: a group straddles the ranks. Without
+    gather_groups the run stops up front with the fix in the message; with it, the step runs."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "SEMCAL_DATA_DIR": str(data_dir)}
+    base = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m",
+            "trainers.cli", str(ROOT / "trainers/configs/cpu_smoke.yaml"), "grpo.max_steps=1",
+            "grpo.num_generations=2", "grpo.per_device_train_batch_size=3", "grpo.max_completion_length=6",
+            "data.limit=12", 'data.prompt_template="Q: {question}\\nA:"', "reward.lambda_schedule=constant"]
+    bad = subprocess.run(base + [f"output_dir={tmp_path / 'split'}"], env=env, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0
+    assert "not a multiple of num_generations = 2" in bad.stderr and "gather_groups=true" in bad.stderr
+    ok = subprocess.run(base + [f"output_dir={tmp_path / 'gathered'}", "reward.gather_groups=true"], env=env,
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    logs = [r for r in read_metrics(tmp_path / "gathered") if "reward" in r]
+    assert len(logs) == 1 and logs[0]["csr/lambda"] == 1.0 and math.isfinite(logs[0]["csr/r_cal"])
