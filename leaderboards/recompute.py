@@ -406,9 +406,11 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) ->
                     degenerate=degenerate_reason(conf, board["n_bins"]),
                 )
             )
+            # Identity of a row = which document, prompt and target, and the logged item (the same under
+            # every metric name, checked above); canonical JSON so formatting and key order do not matter.
             hasher.update(f"\x00{task}\x00{f}\x00".encode())
-            for r in frows:
-                hasher.update(_canonical({k: v for k, v in r.items() if k != "_line"}))
+            for r, it in zip(frows, main_items):
+                hasher.update(_canonical([r["doc_id"], r.get("doc_hash"), r.get("prompt_hash"), r.get("target_hash"), it]))
                 hasher.update(b"\n")
 
     prov_keys = ("git_hash", "date", "lm_eval_version", "transformers_version", "model_name", "model_source",

@@ -63,7 +63,10 @@ def _ci(b: dict, col: str) -> str:
 def _coverage(r: dict) -> str:
     if r["limit"] is None:
         return f"{r['n_docs']}"
-    return f"{r['n_docs']} of {r['n_original']} (limit {r['limit']})"
+    lim = r["limit"]
+    if isinstance(lim, float) and lim.is_integer():
+        lim = int(lim)  # lm-eval records --limit 40 as 40.0
+    return f"{r['n_docs']} of {r['n_original']} (limit {lim})"
 
 
 def _flags(r: dict) -> list[str]:
@@ -317,9 +320,10 @@ def render(entries: list[dict], out: str | Path, generated: str | None = None) -
     for r in rows:
         pages.setdefault(entry_slug(r["content_hash"], r["task"]), []).append(r)
     # reference rows deduplicated away from the index still belong on their own submission's page
+    shown = {r["entry_id"] for r in rows}
     for r in entries:
         slug = entry_slug(r["content_hash"], r["task"])
-        if r not in pages.get(slug, []) and r["is_reference"]:
+        if r["is_reference"] and r["entry_id"] not in shown:
             r.setdefault("ece_rank", None)
             r.setdefault("brier_rank", None)
             r.setdefault("beats_prior", None)

@@ -308,6 +308,21 @@ def test_bad_names_rejected_by_cli(env, capsys):
     assert not env["db"].exists()
 
 
+def test_list_and_serve_errors(env, capsys):
+    assert main(["list"]) == 0
+    assert "no submissions" in capsys.readouterr().out
+    assert submit(run_cls(env, n=40), "listed-model", "rlcr") == 0
+    capsys.readouterr()
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "#1\tlisted-model\trlcr" in out and "3 entries" in out
+    assert main(["serve", "--site", str(env["tmp"] / "nothing-here"), "--port", "0"]) == 2
+    assert "run `semcal-eval board render" in capsys.readouterr().err
+    (env["tmp"] / "junk.sqlite").write_bytes(b"not a database" * 100)
+    assert main(["list", "--db", str(env["tmp"] / "junk.sqlite")]) == 2
+    assert "board database" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------- ranking rules
 
 
@@ -352,6 +367,15 @@ def test_ranking_flags_and_overall(env):
                                     + by[("model-a", QA, "constrained")]["brier_rank"]) / 2
     ordered = overall(rows)
     assert [x["mean_brier_rank"] for x in ordered] == sorted(x["mean_brier_rank"] for x in ordered)
+
+    site = env["tmp"] / "site"
+    assert main(["render", "--out", str(site)]) == 0
+    index = (site / "index.html").read_text()
+    assert index.count('<tr class="ref') == 1
+    pages = [p.read_text() for p in (site / "entries").glob("*.html")]
+    cls_pages = [t for t in pages if CLS in t]
+    assert len(cls_pages) == 2 and all("prior: ECE" in t for t in cls_pages)  # each submission keeps its prior
+    assert "not better than class prior on Brier" in index
 
 
 def test_degenerate_one_bin():
@@ -444,7 +468,10 @@ def test_registry_reads_real_task_folder(monkeypatch):
         pytest.skip("no task folders yet")
     spec = reg.get("goemotions_semsoft")
     assert spec is not None and spec.version == "1.0"
-    assert spec.metrics["ece_uw15"] == "ece_uw15"  # inherited through include: _goemotions.yaml
+    from semcal_eval.aggregations import AGGREGATIONS
+
+    # inherited through include: _goemotions.yaml, and resolvable in lm-eval's registry
+    assert spec.metrics["ece_uw15"] == AGGREGATIONS["ece_uw15"]
     assert not any(n.startswith("_") for n in reg)
 
 
