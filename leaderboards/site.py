@@ -189,6 +189,8 @@ def _prov_html(prov: dict) -> str:
     items = [
         ("model", cfg.get("model")),
         ("model args", json.dumps(cfg.get("model_args"), ensure_ascii=False) if not isinstance(cfg.get("model_args"), str) else cfg.get("model_args")),
+        ("parameters", cfg.get("model_num_parameters")),
+        ("dtype", cfg.get("model_dtype")),
         ("lm-eval version", prov.get("lm_eval_version")),
         ("transformers version", prov.get("transformers_version")),
         ("git hash", prov.get("git_hash")),

@@ -197,11 +197,16 @@ def test_tampered_item_rejected(env, capsys):
     err = capsys.readouterr().err
     assert "is reported as" in err and "but recomputes to" in err
 
-    row[row["metrics"][1]] = {"probs": [0.5, 0.5, 0.0, 0.0], "gold": 0, "soft": None}
+    # one metric's item alone: that metric no longer matches its reported value
+    _, samp = files(run_cls(env, "fresh"))
+    lines = samp.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["brier_mc"] = {"probs": [0.0, 0.0, 0.0, 1.0], "gold": 0, "soft": None}
     lines[0] = json.dumps(row)
     samp.write_text("\n".join(lines) + "\n")
-    assert submit(path) == 2
-    assert "holds a different item" in capsys.readouterr().err
+    assert submit(env["tmp"] / "fresh") == 2
+    err = capsys.readouterr().err
+    assert "metric brier_mc,constrained is reported as" in err
 
 
 def test_duplicate_submission_rejected(env, capsys):
@@ -505,6 +510,7 @@ def test_real_lm_eval_run_submits(tmp_path, data_dir, smollm2_path, monkeypatch)
     site = tmp_path / "site"
     assert main(["render", "--out", str(site), "--db", str(db)]) == 0
     (page,) = (site / "entries").glob("*.html")
-    assert "semcal:smollm2-135m" in page.read_text()
+    text = page.read_text()
+    assert "smollm2-135m" in text and "hf-semsoft" in text and "134515008" in text  # model, args, size
     # a second submit of the same run is a duplicate
     assert main(["submit", str(out), "--model-name", "again", "--method", "base", "--db", str(db)]) == 2
