@@ -41,34 +41,74 @@ FIELDS = {
 }
 
 
-def generate(model, tok, prompt: str, k: int, max_new: int, seed: int):
-    """Greedy answer and k samples, each with its length-normalised log-prob (mean over answer tokens)."""
-    enc = tok(prompt, return_tensors="pt")
+class _GreedyRowsAndLogProbs:
+    """Logits processor for one batched ``generate`` of Q questions x (1 greedy + K sampled) rows.
+
+    Rows r with r % (K+1) == 0 are made greedy (all but the argmax set to -inf, so sampling picks it); the
+    other rows sample from the untouched distribution (T = 1, no top-k/top-p). It also records, at every
+    step, the log-prob under the model's distribution of the token each row chose at the previous step, so
+    sequence log-probs need no copy of the logits. Padded vocabulary rows (ids >= vocab_valid) are masked.
+    """
+
+    def __init__(self, k: int, vocab_valid: int | None):
+        self.k1, self.valid = k + 1, vocab_valid
+        self.prev = None
+        self.steps: list[torch.Tensor] = []
+
+    def __call__(self, input_ids, scores):
+        if self.valid is not None and scores.shape[-1] > self.valid:
+            scores[:, self.valid:] = float("-inf")
+        if self.prev is not None:
+            self.steps.append(self.prev.gather(1, input_ids[:, -1:]).squeeze(1))
+        self.prev = torch.log_softmax(scores.float(), -1)
+        greedy = torch.arange(scores.shape[0], device=scores.device) % self.k1 == 0
+        best = scores.argmax(-1)
+        masked = torch.full_like(scores, float("-inf"))
+        masked.scatter_(1, best[:, None], 0.0)
+        return torch.where(greedy[:, None], masked, scores)
+
+    def finish(self, sequences) -> torch.Tensor:
+        self.steps.append(self.prev.gather(1, sequences[:, -1:]).squeeze(1))
+        return torch.stack(self.steps, 1)  # (rows, generated tokens)
+
+
+def generate_batch(model, tok, prompts: list[str], k: int, max_new: int, seed: int, vocab_valid):
+    """For each prompt: (greedy answer, its mean token log-prob, K samples, their mean token log-probs).
+
+    One ``generate`` call for all prompts x (K+1) rows (left padding), so the weights are read once per
+    step for the whole batch; stops at a newline (each answer is cut at its first newline).
+    """
+    from transformers import LogitsProcessorList
+
+    tok.padding_side = "left"
+    rows = [p for p in prompts for _ in range(k + 1)]
+    enc = tok(rows, return_tensors="pt", padding=True)
     n_in = enc["input_ids"].shape[1]
-    common = dict(max_new_tokens=max_new, stop_strings=["\n"], tokenizer=tok, return_dict_in_generate=True,
-                  output_scores=True, pad_token_id=tok.pad_token_id or tok.eos_token_id, repetition_penalty=1.0)
-    outs = []
+    proc = _GreedyRowsAndLogProbs(k, vocab_valid)
+    torch.manual_seed(seed)
     with torch.inference_mode():
-        g = model.generate(**enc, do_sample=False, **common)
-        outs.append(g)
-        torch.manual_seed(seed)
-        s = model.generate(**enc, do_sample=True, temperature=1.0, top_p=1.0, top_k=0, num_return_sequences=k,
-                           **common)
-        outs.append(s)
+        out = model.generate(**enc, do_sample=True, temperature=1.0, top_p=1.0, top_k=0, repetition_penalty=1.0,
+                             max_new_tokens=max_new, stop_strings=["\n"], tokenizer=tok,
+                             logits_processor=LogitsProcessorList([proc]),
+                             pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+    gen = out[:, n_in:]
+    lp = proc.finish(out)
     texts, lps = [], []
-    for out in outs:
-        # log-softmax of the raw logits at T = 1 = log-probs of the sampling distribution
-        trans = model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
-        for row, sc in zip(out.sequences[:, n_in:], trans):
-            ids, vals = [], []
-            for t, v in zip(row.tolist(), sc.tolist()):
-                if t == tok.eos_token_id or t == tok.pad_token_id or "\n" in tok.decode([t]):
-                    break
-                ids.append(t)
-                vals.append(v)
-            texts.append(tok.decode(ids).strip())
-            lps.append(float(np.mean(vals)) if vals else -1e3)
-    return texts[0], lps[0], texts[1:], lps[1:]
+    stop = {tok.eos_token_id, tok.pad_token_id}
+    for row, lrow in zip(gen.tolist(), lp.tolist()):
+        ids, vals = [], []
+        for t, v in zip(row, lrow):
+            if t in stop or "\n" in tok.decode([t]):
+                break
+            ids.append(t)
+            vals.append(v)
+        texts.append(tok.decode(ids).strip())
+        lps.append(float(np.mean(vals)) if vals else -1e3)
+    res = []
+    for i in range(len(prompts)):
+        a = i * (k + 1)
+        res.append((texts[a], lps[a], texts[a + 1:a + k + 1], lps[a + 1:a + k + 1]))
+    return res
 
 
 def auroc(conf, correct) -> float:
@@ -78,35 +118,57 @@ def auroc(conf, correct) -> float:
     return float("nan") if y.min() == y.max() else float(roc_auc_score(y, np.asarray(conf)))
 
 
-def run(name: str, model, tok, n: int, k: int, judges: dict, seed: int, max_new: int) -> dict:
+def run(name: str, model, tok, n: int, k: int, judges: dict, seed: int, max_new: int, batch: int,
+        vocab_valid, partial: dict | None = None, partial_path: str | None = None) -> dict:
     qfield, golds = FIELDS[name]
     docs = qa.make_process_docs(qfield, golds)(load(name, "validation"))
     docs = docs.select(range(min(n, len(docs))))
     rows = []
     t0 = time.perf_counter()
-    for i, d in enumerate(docs):
-        q, gs = d["qa_question"], d["qa_golds"]
-        greedy, g_lp, samples, s_lp = generate(model, tok, qa.qa_doc_to_text(d), k, max_new, seed + i)
-        row = {"q": q, "greedy": greedy, "samples": samples, "correct": int(qa.is_correct(greedy, gs)),
-               "p_greedy": math.exp(g_lp)}
-        for jn, j in judges.items():
-            rec = qa.score_question(q, greedy, samples, gs, j)
-            row[f"share[{jn}]"] = rec["conf"]
-            row[f"1-SE/logK[{jn}]"] = rec["conf_entropy"]
-            if jn == "f1":
-                row["1-LWSE/logK[f1]"] = qa.conf_likelihood_weighted(rec["cluster_ids"], s_lp)
-        rows.append(row)
-        if (i + 1) % 10 == 0:
-            el = time.perf_counter() - t0
-            print(f"  {name}: {i + 1}/{len(docs)} questions, {el:.0f} s", file=sys.stderr, flush=True)
+    for b in range(0, len(docs), batch):
+        chunk = [docs[i] for i in range(b, min(b + batch, len(docs)))]
+        gens = generate_batch(model, tok, [qa.qa_doc_to_text(d) for d in chunk], k, max_new, seed + b, vocab_valid)
+        for d, (greedy, g_lp, samples, s_lp) in zip(chunk, gens):
+            q, gs = d["qa_question"], d["qa_golds"]
+            row = {"q": q, "golds": gs, "greedy": greedy, "samples": samples,
+                   "correct": int(qa.is_correct(greedy, gs)), "p_greedy": math.exp(g_lp)}
+            for jn, j in judges.items():
+                rec = qa.score_question(q, greedy, samples, gs, j)
+                row[f"share[{jn}]"] = rec["conf"]
+                row[f"1-SE/logK[{jn}]"] = rec["conf_entropy"]
+                if jn == "f1":
+                    row["1-LWSE/logK[f1]"] = qa.conf_likelihood_weighted(rec["cluster_ids"], s_lp)
+            rows.append(row)
+        print(f"  {name}: {len(rows)}/{len(docs)} questions, {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+              flush=True)
+        if partial is not None:  # keep what is done if a long run is stopped; --report re-reads it
+            partial[name] = rows
+            with open(partial_path, "w") as f:
+                json.dump({"partial": partial}, f)
+    return summarise(name, rows, k, time.perf_counter() - t0)
+
+
+def summarise(name: str, rows: list[dict], k: int, seconds: float) -> dict:
     variants = [c for c in rows[0] if c.startswith(("share", "1-", "p_greedy"))]
     correct = [r["correct"] for r in rows]
     return {
-        "dataset": name, "n": len(rows), "k": k, "accuracy": float(np.mean(correct)),
-        "seconds": time.perf_counter() - t0,
+        "dataset": name, "n": len(rows), "k": k, "accuracy": float(np.mean(correct)), "seconds": seconds,
         "auroc": {v: auroc([r[v] for r in rows], correct) for v in variants},
         "rows": rows,
     }
+
+
+def table(results: list[dict]) -> None:
+    variants = list(results[0]["auroc"])
+    head = "| confidence | " + " | ".join(
+        f"{r['dataset']} AUROC (n={r['n']}, acc={r['accuracy']:.2f})" for r in results) + " |"
+    print("\n" + head + "\n|---|" + "---|" * len(results))
+    for v in variants:
+        print(f"| {v} | " + " | ".join(f"{r['auroc'][v]:.3f}" for r in results) + " |")
+    for r in results:
+        ref = r["auroc"].get("p_greedy")
+        ratio = r["auroc"].get("share[f1]", float("nan")) / ref if ref and ref == ref else float("nan")
+        print(f"{r['dataset']}: AUROC share[f1] / AUROC p(greedy) = {ratio:.2f}x; {r['seconds']:.0f} s")
 
 
 def main(argv=None) -> int:
@@ -117,14 +179,29 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=5, help="samples per question")
     ap.add_argument("--max-new-tokens", type=int, default=24)
     ap.add_argument("--judges", nargs="+", default=["f1", "em", "embed"])
+    ap.add_argument("--batch", type=int, default=8, help="questions per generate call (x (K+1) rows)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("SEMCAL_BENCH_THREADS", "2")))
     ap.add_argument("--out", default=None, help="write the per-question rows and results as JSON")
+    ap.add_argument("--report", nargs="+", default=None,
+                    help="only print the side-by-side table of saved (or .partial) JSON files")
     a = ap.parse_args(argv)
+    if a.report:
+        results = []
+        for path in a.report:
+            with open(path) as f:
+                saved = json.load(f)
+            if "partial" in saved:
+                results += [summarise(n, rows, len(rows[0]["samples"]), float("nan"))
+                            for n, rows in saved["partial"].items()]
+            else:
+                results += saved["results"]
+        table(results)
+        return 0
     torch.set_num_threads(a.threads)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from semcal_eval.models import resolve_pretrained
+    from semcal_eval.models import load_vocab_valid, resolve_pretrained
 
     path = resolve_pretrained(a.model)
     tok = AutoTokenizer.from_pretrained(path)
@@ -132,18 +209,12 @@ def main(argv=None) -> int:
     judges = {j: get_judge(j) for j in a.judges}
     print(f"model {a.model}; K={a.k}; first {a.n} questions per dataset; threads {a.threads}; "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
-    results = [run(d, model, tok, a.n, a.k, judges, a.seed, a.max_new_tokens) for d in a.datasets]
-    variants = list(results[0]["auroc"])
-    head = f"| confidence | " + " | ".join(f"{r['dataset']} AUROC (n={r['n']}, acc={r['accuracy']:.2f})" for r in results) + " |"
-    print("\n" + head + "\n|---|" + "---|" * len(results))
-    for v in variants:
-        print(f"| {v} | " + " | ".join(f"{r['auroc'][v]:.3f}" for r in results) + " |")
-    base = "p(greedy)" if "p_greedy" in variants else None
-    for r in results:
-        if base:
-            ref = r["auroc"]["p_greedy"]
-            print(f"{r['dataset']}: AUROC share[f1] / p(greedy) = "
-                  f"{r['auroc'].get('share[f1]', float('nan')) / ref:.2f}x; {r['seconds']:.0f} s")
+    vocab_valid = load_vocab_valid(path)
+    partial_path = (a.out or "bench_qa_confidence.json") + ".partial"
+    partial: dict = {}
+    results = [run(d, model, tok, a.n, a.k, judges, a.seed, a.max_new_tokens, a.batch, vocab_valid, partial,
+                   partial_path) for d in a.datasets]
+    table(results)
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"args": vars(a), "results": results}, f, indent=1)

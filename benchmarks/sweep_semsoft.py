@@ -3,8 +3,9 @@
 The answer-position logits of every document are computed once (per prompt mode) with the ``hf-semsoft``
 backend on the exact contexts lm-eval builds for ``goemotions_semsoft``; every (τ, K, label embedding) is then
 scored from those logits with ``semcal_eval.scoring``. Protocol: the validation documents are split into two
-halves (``recalibration.split_halves``); configurations are ranked on the *tune* half by ECE subject to macro-F1
-not below the constrained baseline's, and the chosen one is reported on the *held-out* half, beside the
+halves (``recalibration.split_halves``); configurations are ranked on the *tune* half by a
+proper score (NLL by default, ``--select``; ECE alone can be gamed by collapsing towards the base rate)
+subject to macro-F1 not below the constrained baseline's, and the chosen one is reported on the *held-out* half, beside the
 constrained baseline, the class prior, and temperature scaling fitted on the tune half (issue 8).
 
     SEMCAL_DATA_DIR=../shared/data python benchmarks/sweep_semsoft.py --model smollm2-135m --limit 400
@@ -92,6 +93,7 @@ def main() -> None:
     ap.add_argument("--chat", choices=["on", "off", "both"], default="both")
     ap.add_argument("--batch_size", type=int, default=8)
     ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--select", choices=["nll", "brier_mc", "ece_uw15"], default="nll")
     args = ap.parse_args()
     register_backends()
     torch.set_num_threads(int(os.environ.get("SEMCAL_THREADS", "2")))
@@ -116,12 +118,12 @@ def main() -> None:
             m = row_metrics(items(P, golds, tune), ci=False)
             rows.append({"mode": mode, "k": k, "tau": tau, "fallback": fb, **{c: m[c] for c in COLUMNS}})
         ok = [r for r in rows if r["macro_f1"] >= base_tune["macro_f1"] - 1e-12] or rows
-        best = min(ok, key=lambda r: r["ece_uw15"])
+        best = min(ok, key=lambda r: r[args.select])
         print(f"\n## {tag}: {len(insts)} validation docs; forward {fwd:.0f}s, whole (τ,K,E) grid of "
               f"{len(grid)} configs {grid_s:.1f}s (= {fwd / max(grid_s, 1e-9):.0f}x cheaper than one more pass)")
         print(f"tune half ({len(tune)} docs): constrained ECE {base_tune['ece_uw15']:.3f} macro-F1 "
               f"{base_tune['macro_f1']:.3f}; chosen E={best['mode']} K={best['k']} τ={best['tau']} "
-              f"(ECE {best['ece_uw15']:.3f}, macro-F1 {best['macro_f1']:.3f})")
+              f"by {args.select} (ECE {best['ece_uw15']:.3f}, NLL {best['nll']:.3f}, macro-F1 {best['macro_f1']:.3f})")
         Pbest = grid[(best["mode"], best["k"], best["tau"])][0]
         prior = prior_predictor(np.array([g if isinstance(g, int) else g[0] for g in train]), 28, len(insts))
         held_rows = {"prior": items(prior, golds, held), "constrained": items(base, golds, held),

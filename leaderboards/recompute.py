@@ -218,6 +218,7 @@ def degenerate_reason(conf: np.ndarray, n_bins: int) -> str:
         return ""
     sd = float(np.std(conf))
     if sd < DEGENERATE_STD:
+        sd = 0.0 if sd < 1e-12 else sd  # float noise of a constant vector: say 0
         return f"confidence std {sd:.2g} < {DEGENERATE_STD:g}"
     share = np.bincount(bin_indices(conf, n_bins), minlength=n_bins).max() / len(conf)
     if share >= DEGENERATE_BIN_SHARE:

@@ -279,8 +279,9 @@ def _markdown(rows: list[dict], groups: list[dict]) -> str:
                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in (x for x in rows if x["task"] == task):
             b = r["board"]
+            model, method = ("reference predictor", "-") if r["is_reference"] else (r["model_name"], r["method"])
             out.append("| " + " | ".join([
-                _md_cell(r["model_name"]), _md_cell(r["method"]), _md_cell(r["filter"]), _md_cell(_coverage(r)),
+                _md_cell(model), _md_cell(method), _md_cell(r["filter"]), _md_cell(_coverage(r)),
                 _fmt(b["ece"]), str(r.get("ece_rank") or ""), _fmt(b["brier"]), str(r.get("brier_rank") or ""),
                 _fmt(b["nll"]), _fmt(b["auroc"]), _fmt(b["acc"]), _md_cell("; ".join(_flags(r))),
             ]) + " |")

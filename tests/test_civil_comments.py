@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from semcal_eval import TASKS_DIR
 from semcal_eval.tasks_common import make_mc_process_results, mc_item
@@ -189,15 +190,35 @@ def test_end_to_end_smollm2(semsoft_lm, data_dir):
     prior_p = by["prior"][0]["soft_ece"]["probs"][1]
     assert 0.2 < prior_p < 0.8
 
-    # " no" / " yes" are single tokens, so the stock multiple_choice softmax over full-label log-likelihoods
-    # (lm-eval's own loglikelihood path) must equal the constrained baseline (the semsoft request's path).
-    for lab in (" no", " yes"):
-        assert len(semsoft_lm.tok_encode("Answer:" + lab)) - len(semsoft_lm.tok_encode("Answer:")) == 1
-    base = {r["doc_id"]: r["soft_ece"] for r in res["samples"]["civil_comments_ambiguous_base"]}
-    assert len(base) == 6
-    for r in by["constrained"]:
-        b = base[r["doc_id"]]
-        assert b["soft"] == r["soft_ece"]["soft"]
-        np.testing.assert_allclose(b["probs"], r["soft_ece"]["probs"], atol=1e-4)
-    assert res["results"]["civil_comments_ambiguous_base"]["soft_brier,none"] == pytest.approx(
-        sem["soft_brier,constrained"], abs=1e-4)
+    # The stock multiple_choice item is the softmax of the full-label log-likelihoods; recompute them straight
+    # from the model's logits (independently of lm-eval's loglikelihood path) on the first document.
+    base_rows = {r["doc_id"]: r for r in res["samples"]["civil_comments_ambiguous_base"]}
+    assert len(base_rows) == 6
+    row = base_rows[min(base_rows)]
+    args = row["arguments"]  # in memory: one (context, continuation) pair per choice
+    ctx, conts = args[0][0], [a[1] for a in args]
+    assert [c.strip() for c in conts] == ["safe", "toxic"]
+    lls = [_full_label_ll(semsoft_lm, ctx, c) for c in conts]
+    lls = np.asarray(lls)
+    ref = np.exp(lls - lls.max())
+    np.testing.assert_allclose(row["soft_ece"]["probs"], ref / ref.sum(), atol=1e-4)
+    assert row["soft_ece"]["soft"] == pytest.approx(float(row["doc"]["toxicity"]))
+    # The constrained baseline is the renormalised next-token probability of each label's first token
+    # (for single-token labels this is also the full-label softmax).
+    ids = semsoft_lm.tok_encode(ctx)
+    with torch.no_grad():
+        logp = torch.log_softmax(semsoft_lm.model(torch.tensor([ids])).logits[0, -1].double(), -1)
+    first = [semsoft_lm.tok_encode(ctx + c)[len(ids)] for c in conts]
+    q = np.exp(logp[first].numpy())
+    con = next(r for r in by["constrained"] if r["doc_id"] == row["doc_id"])
+    np.testing.assert_allclose(con["soft_ece"]["probs"], q / q.sum(), atol=1e-4)
+
+
+def _full_label_ll(lm, ctx: str, cont: str) -> float:
+    """sum_j log p(cont_j | ctx, cont_<j) from one forward pass over ctx + cont."""
+    ids = lm.tok_encode(ctx)
+    full = lm.tok_encode(ctx + cont)
+    assert full[: len(ids)] == ids  # the label starts a new token
+    with torch.no_grad():
+        logp = torch.log_softmax(lm.model(torch.tensor([full])).logits[0].double(), -1)
+    return float(sum(logp[j - 1, full[j]] for j in range(len(ids), len(full))))

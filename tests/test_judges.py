@@ -193,15 +193,9 @@ def test_embedding_judge_load_error(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def smol_llm_judge():
-    from semcal_eval.models import resolve_pretrained
-
-    try:
-        path = resolve_pretrained("semcal:smollm2-135m")
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"SmolLM2 not installed: {e}")
+def smol_llm_judge(smollm2_path):
     torch.manual_seed(0)
-    return LLMJudge(path, batch_size=4, device="cpu")
+    return LLMJudge(smollm2_path, batch_size=4, device="cpu")
 
 
 @pytest.mark.slow

@@ -201,3 +201,14 @@ def test_end_to_end_msmarco_fixture(smol_hflm):
     out = _run(smol_hflm, "msmarco_semagree", 2, **_meta("msmarco", num_samples=2))
     assert "acc,judge_f1" in out["results"]["msmarco_semagree"]
     assert len(out["samples"]["msmarco_semagree"]) == 2
+
+
+@pytest.mark.slow
+def test_end_to_end_verbalized(data_dir, smol_hflm):
+    out = _run(smol_hflm, "triviaqa_verbalized", 2, split="validation")
+    res = out["results"]["triviaqa_verbalized"]
+    assert 0.0 <= res["conf_parse_rate,verbalized"] <= 1.0 and "ece_uw10,verbalized" in res
+    for s in out["samples"]["triviaqa_verbalized"]:
+        assert len(s["resps"]) == 1 and len(s["resps"][0]) == 1  # one greedy answer, no samples
+        rec = json.loads(s["filtered_resps"][0])
+        assert rec["raw"] == s["resps"][0][0] and s["acc"]["conf"] == rec["conf"]

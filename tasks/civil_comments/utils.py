@@ -24,15 +24,17 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BAND = (0.2, 0.8)
 
-# The definition the Civil Comments / Jigsaw raters were given, so the model is asked the raters' question.
+# The question uses the definition the Civil Comments / Jigsaw raters were given ("a rude, disrespectful, or
+# unreasonable comment that is likely to make you leave a discussion"), so the model is asked the raters' question.
 PROMPT = (
-    "Is the following comment toxic, that is, rude, disrespectful or unreasonable enough to make someone "
-    "leave a discussion? Answer yes or no.\n\n"
+    "Is the following comment toxic or safe? Toxic means rude, disrespectful or unreasonable enough to make "
+    "someone leave a discussion. Answer toxic or safe.\n\n"
     "Comment: {text}\n"
 )
-# Positive class at index 1 (Contract 1: p = probs[1] is P(toxic)). Chosen over "non-toxic"/"toxic" by a
-# measurement on the clear rows, disjoint from the ambiguous rows reported (README.md, "Prompt choice").
-LABELS = ["no", "yes"]
+# Positive class at index 1 (Contract 1: p = probs[1] is P(toxic)). Chosen over "no"/"yes" and
+# "non-toxic"/"toxic" by class AUROC (mean over SmolLM2-135M and Qwen2.5-Coder-0.5B, constrained and semsoft rows)
+# on 88 balanced *clear* rows, disjoint from the ambiguous rows reported (README, "Prompt choice").
+LABELS = ["safe", "toxic"]
 GEN_PREFIX = "Answer:"
 
 
