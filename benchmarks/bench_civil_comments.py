@@ -74,12 +74,13 @@ def load_lm(model: str, batch_size: int):
     return _LMS[model]
 
 
-def evaluate(model: str, tasks: list, meta: dict, limit=None, samples=None, batch_size: int = 8):
+def evaluate(model: str, tasks: list, meta: dict, limit=None, samples=None, batch_size: int = 8, chat=False):
     tm = TaskManager(include_path=str(TASKS_DIR), metadata=meta)
     t0 = time.time()
     res = lm_eval.simple_evaluate(
         model=load_lm(model, batch_size),
         tasks=tasks, limit=limit, samples=samples, log_samples=True, device="cpu", batch_size=batch_size,
+        apply_chat_template=chat,
         task_manager=tm, verbosity="WARNING",
     )
     return res, time.time() - t0
@@ -112,7 +113,7 @@ def bench(args) -> None:
     for model in args.models.split(","):
         load = os.getloadavg()[0]
         tasks = [SEMSOFT_TASK] + ([BASE_TASK] if not args.no_base else [])
-        res, secs = evaluate(model, tasks, meta, limit=args.limit, batch_size=args.batch_size)
+        res, secs = evaluate(model, tasks, meta, limit=args.limit, batch_size=args.batch_size, chat=args.chat)
         filters = samples_to_filters(res["samples"][SEMSOFT_TASK])
         table, _ = task_rows(filters)
         if not args.no_base:
@@ -121,7 +122,7 @@ def bench(args) -> None:
         n = len(filters["semsoft"]["items"])
         main = {k: v for k, v in table.items() if "tau" not in k and not k.endswith("_ts")}
         print(f"\n### {model}: civil_comments_ambiguous, {n} docs (τ={taus[0]}, K={args.top_k}, "
-              f"E={args.label_embedding}; {secs:.0f}s, load avg {load:.1f})")
+              f"E={args.label_embedding}, chat={'on' if args.chat else 'off'}; {secs:.0f}s, load avg {load:.1f})")
         print(markdown_table(main, SOFT_COLUMNS))
         b, s = table["constrained"], table["semsoft"]
         print(f"soft-ECE reduction 1 - semsoft/constrained: {1 - s['soft_ece'] / b['soft_ece']:.1%} "
@@ -143,7 +144,12 @@ def bench(args) -> None:
         print(markdown_table(rows8, SOFT_COLUMNS + ["brier_mc", "nll"]))
         print("Platt (a, b):", {k: (round(v["a"], 3), round(v["b"], 3)) for k, v in platt_notes.items()})
         report[model] = {"seconds": secs, "n": n, "table": table, "halves": halves, "platt": platt_notes,
-                         "load": load}
+                         "load": load,
+                         # per-document P(toxic) and t of the main rows, for plots and re-analysis
+                         "docs": {f: {"doc_ids": filters[f]["doc_ids"],
+                                      "p": [it["probs"][1] for it in filters[f]["items"]],
+                                      "t": [it["soft"] for it in filters[f]["items"]]}
+                                  for f in ("constrained", "semsoft")}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1, default=float))
     print(f"\nwrote {args.out}")
@@ -197,6 +203,7 @@ def main() -> None:
     ap.add_argument("--top_k", type=int, default=100)
     ap.add_argument("--label_embedding", default="first")
     ap.add_argument("--batch_size", type=int, default=8)
+    ap.add_argument("--chat", action="store_true", help="--apply_chat_template (instruct models)")
     ap.add_argument("--no_base", action="store_true", help="skip the stock multiple_choice variant")
     ap.add_argument("--out", default="benchmarks/results/civil_comments.json")
     args = ap.parse_args()

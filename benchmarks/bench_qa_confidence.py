@@ -30,6 +30,7 @@ import time
 import numpy as np
 import torch
 
+from semcal_eval import metrics as M
 from semcal_eval import qa
 from semcal_eval.data import load
 from semcal_eval.judges import get_judge
@@ -148,12 +149,22 @@ def run(name: str, model, tok, n: int, k: int, judges: dict, seed: int, max_new:
     return summarise(name, rows, k, time.perf_counter() - t0)
 
 
+def bootstrap_ci(fn, conf, correct, **kw):
+    import warnings
+
+    with warnings.catch_warnings():  # one-class resamples are NaN and skipped; that is expected at low accuracy
+        warnings.simplefilter("ignore")
+        return tuple(float(x) for x in M.bootstrap_ci(fn, np.asarray(conf, float), np.asarray(correct, float), **kw))
+
+
 def summarise(name: str, rows: list[dict], k: int, seconds: float) -> dict:
     variants = [c for c in rows[0] if c.startswith(("share", "1-", "p_greedy"))]
     correct = [r["correct"] for r in rows]
     return {
         "dataset": name, "n": len(rows), "k": k, "accuracy": float(np.mean(correct)), "seconds": seconds,
         "auroc": {v: auroc([r[v] for r in rows], correct) for v in variants},
+        "auroc_ci95": {v: bootstrap_ci(M.auroc_confidence, [r[v] for r in rows], correct, n_boot=1000, seed=0)
+                       for v in variants},
         "rows": rows,
     }
 
@@ -164,7 +175,9 @@ def table(results: list[dict]) -> None:
         f"{r['dataset']} AUROC (n={r['n']}, acc={r['accuracy']:.2f})" for r in results) + " |"
     print("\n" + head + "\n|---|" + "---|" * len(results))
     for v in variants:
-        print(f"| {v} | " + " | ".join(f"{r['auroc'][v]:.3f}" for r in results) + " |")
+        print(f"| {v} | " + " | ".join(
+            f"{r['auroc'][v]:.3f} [{r['auroc_ci95'][v][0]:.2f}, {r['auroc_ci95'][v][1]:.2f}]" for r in results) + " |")
+    print("(AUROC [95% percentile-bootstrap interval, 1,000 resamples, seed 0])")
     for r in results:
         ref = r["auroc"].get("p_greedy")
         ratio = r["auroc"].get("share[f1]", float("nan")) / ref if ref and ref == ref else float("nan")
@@ -195,7 +208,7 @@ def main(argv=None) -> int:
                 results += [summarise(n, rows, len(rows[0]["samples"]), float("nan"))
                             for n, rows in saved["partial"].items()]
             else:
-                results += saved["results"]
+                results += [summarise(r["dataset"], r["rows"], r["k"], r["seconds"]) for r in saved["results"]]
         table(results)
         return 0
     torch.set_num_threads(a.threads)

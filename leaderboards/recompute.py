@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ingest import SubmissionError, locate_run, read_results, read_samples
+from .ingest import SubmissionError, find_results, locate_run, read_results, read_samples
 from .registry import REFERENCE_FILTERS, TaskSpec, load_registry, normalise_version
 
 #: Tolerance for reported vs recomputed aggregates. The recomputation runs the same aggregation
@@ -235,8 +235,6 @@ def _num(v, where: str) -> float:
 def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) -> Submission:
     """Read, validate and recompute an lm-eval run; return a :class:`Submission` or raise SubmissionError."""
     registry = load_registry(tasks_dir)
-    from .ingest import find_results
-
     results_path = find_results(output_dir)
     results = read_results(results_path)
     res = results["results"]

@@ -34,6 +34,7 @@ metric_list:
   - {metric: ece_uw10, aggregation: semcal_ece_uw10, higher_is_better: false}
   - {metric: brier_conf, aggregation: semcal_brier_conf, higher_is_better: false}
   - {metric: auroc_conf, aggregation: semcal_auroc_conf, higher_is_better: true}
+  - {metric: em, aggregation: semcal_acc, higher_is_better: true}
 metadata:
   version: 1.0
 """,
@@ -99,12 +100,16 @@ def write_run(
     model_name: str = "synthetic/model",
     date_id: str = "2026-11-30T13-00-00.000000",
     seed: int = 1234,
+    variants: dict[str, dict[str, list[dict]]] | None = None,
 ) -> Path:
     """Write one lm-eval-shaped run of ``task``; return the results file path.
 
     ``filters`` maps filter name -> per-document items (doc_id = position); ``metrics`` maps metric ->
     aggregation name. ``original`` is the split size (default: the number of items, i.e. full coverage).
+    ``variants[filter][metric]`` logs other items under one metric (as QA tasks do for ``em``); metrics
+    without a variant log the filter's items.
     """
+    variants = variants or {}
     n = len(next(iter(filters.values())))
     original = n if original is None else original
     d = Path(out_dir) / re.sub(r"[\"<>:/|\\?*\[\]]+", "__", model_name)
@@ -112,8 +117,9 @@ def write_run(
     task_res: dict = {"alias": task}
     lines = []
     for f, items in filters.items():
+        per_metric = {m: variants.get(f, {}).get(m, items) for m in metrics}
         for m, agg in metrics.items():
-            task_res[f"{m},{f}"] = _aggregate(agg, items)
+            task_res[f"{m},{f}"] = _aggregate(agg, per_metric[m])
             task_res[f"{m}_stderr,{f}"] = "N/A"
         for i, it in enumerate(items):
             row = {
@@ -129,7 +135,7 @@ def write_run(
                 "prompt_hash": f"{i + 1:064x}",
                 "target_hash": f"{i + 2:064x}",
             }
-            row.update({m: it for m in metrics})
+            row.update({m: per_metric[m][i] for m in metrics})
             lines.append(json.dumps(row, allow_nan=True))
     results = {
         "results": {task: task_res},

@@ -158,6 +158,20 @@ def test_qa_run_with_bare_nan(env):
     assert ">n/a<" in (site / "index.html").read_text()
 
 
+def test_qa_metric_variant_items(env):
+    # QA tasks log exact-match correctness under "em": a different item than the main one, still recomputed
+    items = S.qa_items(80, seed=4)
+    em = [{"conf": it["conf"], "correct": 1 - it["correct"]} for it in items]
+    S.write_run(env["tmp"] / "qa", QA, {"judge_f1": items}, env["reg"][QA].metrics, version="1.0",
+                variants={"judge_f1": {"em": em}})
+    assert submit(env["tmp"] / "qa", "qa-model") == 0
+    from leaderboards import db as DB
+
+    (e,) = DB.load_entries(DB.connect(env["db"]))
+    acc = np.mean([it["correct"] for it in items])
+    assert e["board"]["acc"] == pytest.approx(acc) and e["reported"]["em"] == pytest.approx(1 - acc)
+
+
 def test_limit_is_recorded_and_shown(env, capsys):
     path = run_cls(env, n=50, limit=50, original=5000)
     assert submit(path) == 0
