@@ -15,7 +15,9 @@ judges: f1 (token-F1 ≥ 0.5), em (normalised exact match), embed (all-MiniLM-L6
 Defaults fit 2 CPU cores: the first 100 questions of each dev set, K = 5 (documented subset; the tasks'
 default K is 10). Anchor: the semantic-entropy papers report AUROC ≈ 0.75–0.85 for 7B+ models on TriviaQA.
 
-    SEMCAL_DATA_DIR=/work/shared/data PYTHONPATH=. python benchmarks/bench_qa_confidence.py --n 100 --k 5
+    SEMCAL_DATA_DIR=/work/shared/data PYTHONPATH=. python benchmarks/bench_qa_confidence.py --threads 1 \
+        --datasets nq_open hotpotqa --n 100 --k 5 --out out.json      # ~35 min per dataset on 2 busy cores
+    python benchmarks/bench_qa_confidence.py --report a.json b.json  # the table again, from saved rows
 """
 
 from __future__ import annotations
@@ -190,9 +192,9 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", nargs="+", default=["nq_open", "hotpotqa"], choices=sorted(FIELDS))
     ap.add_argument("--n", type=int, default=100, help="first N questions of each dev set")
     ap.add_argument("--k", type=int, default=5, help="samples per question")
-    ap.add_argument("--max-new-tokens", type=int, default=24)
+    ap.add_argument("--max-new-tokens", type=int, default=16, help="answers are short; the tasks allow 32")
     ap.add_argument("--judges", nargs="+", default=["f1", "em", "embed"])
-    ap.add_argument("--batch", type=int, default=8, help="questions per generate call (x (K+1) rows)")
+    ap.add_argument("--batch", type=int, default=10, help="questions per generate call (x (K+1) rows)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("SEMCAL_BENCH_THREADS", "2")))
     ap.add_argument("--out", default=None, help="write the per-question rows and results as JSON")

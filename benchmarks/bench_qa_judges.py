@@ -20,6 +20,7 @@ Requirement (issue 5): the F1 judge costs < 1% of generation time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -94,8 +95,6 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         ens.apply(task.instances)
         judge_s = time.perf_counter() - t
-        import json
-
         pairs = sum(json.loads(i.filtered_resps[fc["name"]])["judged_pairs"] for i in task.instances[1::2])
         rows.append((fc["name"], load_s, judge_s, pairs))
 
