@@ -127,8 +127,8 @@ def bench(args) -> None:
         head = (f"{model}: civil_comments_ambiguous, {n} docs (τ={taus[0]}, K={args.top_k}, E={args.label_embedding}, "
                 f"chat={'on' if args.chat else 'off'}; {secs:.0f}s, load avg {load:.1f})")
         print_model(head, table, halves, platt_notes, taus[0])
-        report[model] = {"seconds": secs, "n": n, "tau": taus[0], "chat": args.chat, "table": table, "halves": halves, "platt": platt_notes,
-                         "load": load,
+        report[model] = {"seconds": secs, "n": n, "tau": taus[0], "chat": args.chat, "load": load,
+                         "table": table, "halves": halves, "platt": platt_notes,
                          # per-document P(toxic) and t of the main rows, for plots and re-analysis
                          "docs": {f: {"doc_ids": filters[f]["doc_ids"],
                                       "p": [it["probs"][1] for it in filters[f]["items"]],

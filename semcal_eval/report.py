@@ -154,7 +154,7 @@ def _fmt(v) -> str:
 def markdown_table(table: dict[str, dict], columns: list[str]) -> str:
     """Rows = filters; ECE-like columns carry their 95% bootstrap CI; ✗ marks rows whose Brier is not below
     the class-prior predictor's."""
-    brier_col = next((c for c in ("brier_mc", "soft_brier", "brier_conf") if c in columns), None)
+    brier_col = next((c for c in ("soft_brier", "brier_mc", "brier_conf") if c in columns), None)
     prior_brier = table.get("prior", {}).get(brier_col) if brier_col else None
     head = ["row", "n", *columns, "T", "beats prior (Brier)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
