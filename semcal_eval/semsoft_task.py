@@ -22,6 +22,7 @@ from lm_eval.api.utils import ends_with_whitespace
 
 from semcal_eval import aggregations  # noqa: F401  (registers the aggregations the YAML names)
 from semcal_eval import filters as semsoft_filters
+from semcal_eval import recalibration
 from semcal_eval.backend import tau_key
 from semcal_eval.scoring import LABEL_EMBEDDINGS, SemSoftError, validate_labels
 
@@ -142,6 +143,18 @@ class SemSoftTask(ConfigurableTask):
         return [self.soft_target(d) for d in docs] if docs is not None else []
 
     # -- requests -----------------------------------------------------------------------------------------
+    def build_all_requests(self, **kwargs) -> None:
+        """lm-eval's request building, plus a check that would otherwise fail only after the model pass."""
+        super().build_all_requests(**kwargs)
+        n = len({inst.doc_id for inst in self.instances})
+        need = 2 * recalibration.MIN_FIT_DOCS
+        if self.params["recalibrate"] and kwargs.get("world_size", 1) == 1 and 0 < n < need:
+            raise SemSoftError(
+                f"task {self.config.task}: cross-fitted temperature scaling (rows constrained_ts / semsoft_ts) "
+                f"needs at least {need} documents ({recalibration.MIN_FIT_DOCS} per fold), got {n}; raise "
+                "--limit or pass --metadata '{\"recalibrate\": false}'"
+            )
+
     def construct_requests(self, doc, ctx, **kwargs):
         apply_chat_template = kwargs.pop("apply_chat_template", False)
         kwargs.pop("chat_template", None)

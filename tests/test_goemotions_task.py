@@ -84,6 +84,11 @@ def test_chat_template_keeps_the_labels_leading_space(semsoft_lm, data_dir):
     assert all(c.startswith(" ") for c in spec["choices"])
 
 
+def test_too_few_documents_for_recalibration_fail_before_the_model_runs(semsoft_lm, data_dir):
+    with pytest.raises(SemSoftError, match="recalibrate"):
+        evaluate(semsoft_lm, ["goemotions_semsoft"], 10)
+
+
 def test_semsoft_task_names_are_found():
     names = semsoft_task_names()
     assert {"goemotions_semsoft", "goemotions_semsoft_anygold", "goemotions_semsoft_multilabel"} <= names
