@@ -9,7 +9,12 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-DATA_DIR = Path(os.environ.get("SEMCAL_DATA_DIR", REPO.parent / "shared" / "data"))
+DATA_DIR = Path(os.environ.get("SEMCAL_DATA_DIR", REPO.parent / "shared" / "data")).resolve()
+if DATA_DIR.is_dir():
+    # Absolute, so subprocesses started from another working directory find the same mirror.
+    os.environ["SEMCAL_DATA_DIR"] = str(DATA_DIR)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 # Two cores: one torch thread per test process is the fastest and keeps timings sane under load.
 torch.set_num_threads(int(os.environ.get("SEMCAL_TEST_THREADS", "1")))
