@@ -1,3 +1,6 @@
-from semcal_eval.cli import main
 import sys
-sys.exit(main())
+
+from semcal_eval.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
