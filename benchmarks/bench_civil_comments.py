@@ -34,7 +34,7 @@ from lm_eval.tasks import TaskManager
 from semcal_eval import TASKS_DIR, recalibration
 from semcal_eval.cli import register_backends
 from semcal_eval.models import resolve_pretrained
-from semcal_eval.report import markdown_table, row_metrics, task_rows
+from semcal_eval.report import filters_from_samples, markdown_table, row_metrics, task_rows
 
 SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"]
 SEMSOFT_TASK, BASE_TASK = "civil_comments_ambiguous_semsoft", "civil_comments_ambiguous_base"
@@ -49,16 +49,6 @@ CANDIDATES = {
     "toxic_safe": ("Is the following comment toxic or safe? Toxic means rude, disrespectful or unreasonable "
                    "enough to make someone leave a discussion. Answer toxic or safe.", ["safe", "toxic"]),
 }
-
-
-def samples_to_filters(samples: list[dict]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for row in samples:
-        item = next(row[m] for m in row["metrics"] if isinstance(row.get(m), dict))
-        f = out.setdefault(row.get("filter", "none"), {"doc_ids": [], "items": []})
-        f["doc_ids"].append(row["doc_id"])
-        f["items"].append(item)
-    return out
 
 
 _LMS: dict = {}
@@ -114,10 +104,10 @@ def bench(args) -> None:
         load = os.getloadavg()[0]
         tasks = [SEMSOFT_TASK] + ([BASE_TASK] if not args.no_base else [])
         res, secs = evaluate(model, tasks, meta, limit=args.limit, batch_size=args.batch_size, chat=args.chat)
-        filters = samples_to_filters(res["samples"][SEMSOFT_TASK])
+        filters = filters_from_samples(res["samples"][SEMSOFT_TASK])
         table, _ = task_rows(filters)
         if not args.no_base:
-            base = samples_to_filters(res["samples"][BASE_TASK])["none"]
+            base = filters_from_samples(res["samples"][BASE_TASK])["none"]
             table["base"] = {"n": len(base["items"]), **row_metrics(base["items"])}
         n = len(filters["semsoft"]["items"])
         # issue 8: tune on one half, report every row on the other half
@@ -198,7 +188,7 @@ def label_choice(args) -> None:
                    "doc_to_choice": lambda d, lab=tuple(labels): list(lab)}
             cfg.pop("include", None)
             res, secs = evaluate(model, [cfg], meta, samples={cfg["task"]: picks}, batch_size=args.batch_size)
-            filters = samples_to_filters(res["samples"][cfg["task"]])
+            filters = filters_from_samples(res["samples"][cfg["task"]])
             for f in ("constrained", "semsoft"):
                 m = row_metrics(filters[f]["items"], ci=False)
                 results[(model, name, f)] = m

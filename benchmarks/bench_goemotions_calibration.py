@@ -23,19 +23,9 @@ from lm_eval.tasks import TaskManager
 from semcal_eval import TASKS_DIR
 from semcal_eval.cli import register_backends
 from semcal_eval.models import resolve_pretrained
-from semcal_eval.report import markdown_table, task_rows
+from semcal_eval.report import filters_from_samples, markdown_table, task_rows
 
 COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_class", "auroc_conf"]
-
-
-def samples_to_filters(samples: list[dict]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for row in samples:
-        item = next(row[m] for m in row["metrics"] if isinstance(row.get(m), dict))
-        f = out.setdefault(row["filter"], {"doc_ids": [], "items": []})
-        f["doc_ids"].append(row["doc_id"])
-        f["items"].append(item)
-    return out
 
 
 def run(model: str, chat: bool, limit: int, taus: list[float], top_k: int, mode: str, batch_size: int, task: str):
@@ -49,7 +39,7 @@ def run(model: str, chat: bool, limit: int, taus: list[float], top_k: int, mode:
         batch_size=batch_size, task_manager=tm, metadata=meta, verbosity="WARNING",
     )
     secs = time.time() - t0
-    filters = samples_to_filters(res["samples"][task])
+    filters = filters_from_samples(res["samples"][task])
     table, _ = task_rows(filters)
     return table, secs, filters
 

@@ -54,23 +54,32 @@ def load_run(path: str | Path) -> dict[str, dict[str, dict]]:
         sp = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
         if not sp.is_file():
             continue  # groups have no samples of their own
-        by_filter: dict[str, dict] = defaultdict(lambda: {"doc_ids": [], "items": []})
-        for row in read_samples(sp):
-            names = row.get("metrics") or []
-            item = next((row[m] for m in names if isinstance(row.get(m), dict)), None)
-            if item is None:
-                continue  # --predict_only or a non-semcal task
-            f = by_filter[row.get("filter", "none")]
-            f["doc_ids"].append(row["doc_id"])
-            f["items"].append(item)
+        by_filter = filters_from_samples(read_samples(sp))
         if by_filter:
-            out[task] = dict(by_filter)
+            out[task] = by_filter
     if not out:
         raise ReportError(
             f"{results_path.parent}: no semcal per-document items in the samples files; run lm-eval with "
             "--log_samples on semcal tasks (and without --predict_only)"
         )
     return out
+
+
+def filters_from_samples(rows: list[dict]) -> dict[str, dict]:
+    """Group lm-eval sample rows by filter: {filter: {"doc_ids": [...], "items": [...]}} (Contract-1 items).
+
+    Rows without an item (``--predict_only``, non-semcal tasks) are skipped.
+    """
+    by_filter: dict[str, dict] = defaultdict(lambda: {"doc_ids": [], "items": []})
+    for row in rows:
+        names = row.get("metrics") or []
+        item = next((row[m] for m in names if isinstance(row.get(m), dict)), None)
+        if item is None:
+            continue
+        f = by_filter[row.get("filter", "none")]
+        f["doc_ids"].append(row["doc_id"])
+        f["items"].append(item)
+    return dict(by_filter)
 
 
 def _sorted_filters(names) -> list[str]:
