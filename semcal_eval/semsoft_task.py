@@ -24,7 +24,7 @@ from semcal_eval import aggregations  # noqa: F401  (registers the aggregations 
 from semcal_eval import filters as semsoft_filters
 from semcal_eval import recalibration
 from semcal_eval.backend import tau_key
-from semcal_eval.scoring import LABEL_EMBEDDINGS, SemSoftError, validate_labels
+from semcal_eval.scoring import LABEL_EMBEDDINGS, SemSoftError, validate_hparams, validate_labels
 
 REQUEST_TYPE = "semsoft"
 
@@ -59,8 +59,6 @@ def semsoft_params(metadata: dict | None) -> dict:
         raise SemSoftError(
             f"label_embedding={params['label_embedding']!r} is unknown: choose one of {LABEL_EMBEDDINGS}"
         )
-    from semcal_eval.scoring import validate_hparams
-
     # K's upper bound (the vocabulary) is checked by the backend, which knows the model.
     validate_hparams([params["tau"], *params["tau_sweep"]], params["top_k"], vocab_size=10**9)
     return params
