@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from semcal_eval.task_yaml import TaskYamlError, iter_task_configs
 
 REFERENCE_FILTERS = ("prior", "majority", "uniform")  # Contract 2: reference predictors are filters
 
 
-class RegistryError(ValueError):
+class RegistryError(TaskYamlError):
     """A task YAML could not be read into the registry."""
 
 
@@ -30,35 +30,6 @@ class TaskSpec:
     yaml_path: Path
     metrics: dict[str, str | None] = field(default_factory=dict)  # metric -> aggregation name (None: metric default)
     filters: tuple[str, ...] = ()  # filter_list names; empty means "not declared in YAML"
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps ``!function`` tags as plain strings: the board never imports task code."""
-
-
-_Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
-
-
-def _load(path: Path, depth: int = 0) -> dict:
-    if depth > 8:
-        raise RegistryError(f"{path}: include chain deeper than 8 levels (include cycle?)")
-    try:
-        cfg = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as e:
-        raise RegistryError(f"{path}: invalid YAML: {e}") from e
-    if not isinstance(cfg, dict):
-        return {}
-    includes = cfg.pop("include", None)
-    if includes is None:
-        return cfg
-    merged: dict = {}
-    for inc in includes if isinstance(includes, list) else [includes]:
-        inc_path = Path(inc) if Path(inc).is_absolute() else path.parent / inc
-        if not inc_path.is_file():
-            raise RegistryError(f"{path}: included file {inc} not found at {inc_path}")
-        merged.update(_load(inc_path, depth + 1))
-    merged.update(cfg)  # the including file overrides what it includes, as in lm-eval
-    return merged
 
 
 def normalise_version(v) -> str:
@@ -91,13 +62,12 @@ def load_registry(tasks_dir: str | Path | None = None) -> dict[str, TaskSpec]:
     if not root.is_dir():
         raise RegistryError(f"task folder {root} does not exist; set SEMCAL_BOARD_TASKS_DIR or --tasks-dir")
     specs: dict[str, TaskSpec] = {}
-    for path in sorted(root.rglob("*.yaml")):
-        if path.name.startswith("_"):
-            continue
-        cfg = _load(path)
-        name = cfg.get("task")
-        if not isinstance(name, str):
-            continue
+    try:
+        configs = list(iter_task_configs(root))
+    except TaskYamlError as e:
+        raise RegistryError(str(e)) from e
+    for path, cfg in configs:
+        name = cfg["task"]
         version = normalise_version((cfg.get("metadata") or {}).get("version"))
         metrics: dict[str, str | None] = {}
         for m in cfg.get("metric_list") or []:

@@ -21,16 +21,12 @@ from semcal_eval.scoring import (
     apply_fallback,
     label_embeddings,
     semantic_softmax,
+    tau_key,
     validate_hparams,
     validate_labels,
 )
 
 log = logging.getLogger(__name__)
-
-
-def tau_key(tau: float) -> str:
-    """Canonical string for τ, used as a JSON key and in filter names (0.2 → '0.2')."""
-    return f"{float(tau):g}"
 
 
 class _LabelSet:

@@ -16,10 +16,7 @@ from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
 from semcal_eval import recalibration
-
-
-def _tau_key(tau) -> str:
-    return f"{float(tau):g}"
+from semcal_eval.scoring import tau_key
 
 
 class TaskView:
@@ -61,7 +58,7 @@ class SemSoftSelect(Filter):
                 out.append(resp["baseline"])
                 continue
             table = resp["semsoft"]
-            key = _tau_key(self.tau) if self.tau is not None else next(iter(table))
+            key = tau_key(self.tau) if self.tau is not None else next(iter(table))
             if key not in table:
                 raise ValueError(f"semsoft_select: tau={key} was not computed (have {sorted(table)})")
             out.append(table[key])

@@ -28,6 +28,11 @@ class SemSoftError(ValueError):
     """Bad Semantic Softmax input: the message names the parameter or document and the fix."""
 
 
+def tau_key(tau: float) -> str:
+    """Canonical string for τ, used as a JSON key and in filter names (0.2 → '0.2')."""
+    return f"{float(tau):g}"
+
+
 def validate_hparams(taus, top_k: int, vocab_size: int) -> list[float]:
     """Check τ ∈ [−1, 1) and 1 ≤ K ≤ V; return τ as a list of floats."""
     tau_list = list(taus) if isinstance(taus, (list, tuple)) else [taus]

@@ -23,8 +23,7 @@ from lm_eval.api.utils import ends_with_whitespace
 from semcal_eval import aggregations  # noqa: F401  (registers the aggregations the YAML names)
 from semcal_eval import filters as semsoft_filters
 from semcal_eval import recalibration
-from semcal_eval.backend import tau_key
-from semcal_eval.scoring import LABEL_EMBEDDINGS, SemSoftError, validate_hparams, validate_labels
+from semcal_eval.scoring import LABEL_EMBEDDINGS, SemSoftError, tau_key, validate_hparams, validate_labels
 
 REQUEST_TYPE = "semsoft"
 
@@ -190,34 +189,10 @@ def _process_results_marker(doc, results):  # pragma: no cover - SemSoftTask.pro
 
 def semsoft_task_names(tasks_dir=None) -> set[str]:
     """Names of the task YAMLs (following ``include:``) that use SemSoftTask, for the CLI's backend check."""
-    from pathlib import Path
-
-    import yaml
-
     from semcal_eval import TASKS_DIR
+    from semcal_eval.task_yaml import iter_task_configs
 
-    root = Path(tasks_dir or TASKS_DIR)
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_multi_constructor("!", lambda loader, suffix, node: f"!{suffix} {getattr(node, 'value', '')}")
-    cache: dict[Path, dict] = {}
-
-    def load(p: Path) -> dict:
-        if p not in cache:
-            cfg = yaml.load(p.read_text(), Loader=_Loader) or {}
-            inc = cfg.get("include")
-            base = load((p.parent / inc).resolve()) if isinstance(inc, str) else {}
-            cache[p] = {**base, **cfg}
-        return cache[p]
-
-    names = set()
-    for p in root.rglob("*.yaml"):
-        cfg = load(p.resolve())
-        if isinstance(cfg.get("task"), str) and "SemSoftTask" in str(cfg.get("class", "")):
-            names.add(cfg["task"])
-    return names
+    return {cfg["task"] for _, cfg in iter_task_configs(tasks_dir or TASKS_DIR) if "SemSoftTask" in str(cfg.get("class", ""))}
 
 
 __all__ = ["SemSoftTask", "semsoft_params", "semsoft_task_names", "DEFAULTS", "REQUEST_TYPE"]
