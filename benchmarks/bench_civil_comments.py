@@ -31,7 +31,8 @@ import numpy as np
 import torch
 from lm_eval.tasks import TaskManager
 
-from semcal_eval import TASKS_DIR, recalibration
+from semcal_eval import TASKS_DIR
+from semcal_eval.core import recalibration
 from semcal_eval.cli import register_backends
 from semcal_eval.models import resolve_pretrained
 from semcal_eval.report import filters_from_samples, markdown_table, row_metrics, task_rows
@@ -57,7 +58,7 @@ _LMS: dict = {}
 def load_lm(model: str, batch_size: int):
     """One hf-semsoft backend per model, reused across runs (loading is the slow part on a loaded CPU)."""
     if model not in _LMS:
-        from semcal_eval.backend import SemSoftLM
+        from semcal_eval.semsoft.backend import SemSoftLM
 
         _LMS[model] = SemSoftLM(pretrained=resolve_pretrained(f"semcal:{model}"), dtype="float32", device="cpu",
                                 batch_size=batch_size)

@@ -46,7 +46,7 @@ def naive(run_dir: Path, task: str, metrics: dict[str, str]) -> dict:
     """The alternative: json-parse results + samples, recompute each metric with lm-eval's aggregation."""
     from lm_eval.api.registry import get_aggregation
 
-    import semcal_eval.aggregations  # noqa: F401
+    import semcal_eval.harness.aggregations  # noqa: F401
 
     (res_path,) = run_dir.rglob("results_*.json")
     results = json.loads(res_path.read_text())

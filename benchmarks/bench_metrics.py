@@ -1,4 +1,4 @@
-"""Timing of semcal_eval.metrics against the obvious alternatives, measured side by side.
+"""Timing of semcal_eval.core.metrics against the obvious alternatives, measured side by side.
 
     PYTHONPATH=. python benchmarks/bench_metrics.py [n_docs]
 
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from semcal_eval import metrics as M
+from semcal_eval.core import metrics as M
 
 
 def _t(fn, reps=5):

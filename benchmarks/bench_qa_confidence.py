@@ -32,10 +32,10 @@ import time
 import numpy as np
 import torch
 
-from semcal_eval import metrics as M
+from semcal_eval.core import metrics as M
 from semcal_eval import qa
 from semcal_eval.data import load
-from semcal_eval.judges import get_judge
+from semcal_eval.qa.judges import get_judge
 
 FIELDS = {
     "nq_open": ("question", lambda d: d["answer"]),

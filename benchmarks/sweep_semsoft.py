@@ -2,7 +2,7 @@
 
 The answer-position logits of every document are computed once (per prompt mode) with the ``hf-semsoft``
 backend on the exact contexts lm-eval builds for ``goemotions_semsoft``; every (τ, K, label embedding) is then
-scored from those logits with ``semcal_eval.scoring``. Protocol: the validation documents are split into two
+scored from those logits with ``semcal_eval.semsoft.scoring``. Protocol: the validation documents are split into two
 halves (``recalibration.split_halves``); configurations are ranked on the *tune* half by a
 proper score (NLL by default, ``--select``; ECE alone can be gamed by collapsing towards the base rate)
 subject to macro-F1 not below the constrained baseline's, and the chosen one is reported on the *held-out* half, beside the
@@ -27,9 +27,9 @@ from semcal_eval import TASKS_DIR
 from semcal_eval.cli import register_backends
 from semcal_eval.models import resolve_pretrained
 from semcal_eval.plots import sweep_plot
-from semcal_eval.recalibration import prior_predictor, split_halves
+from semcal_eval.core.recalibration import prior_predictor, split_halves
 from semcal_eval.report import markdown_table, row_metrics, temperature_rows
-from semcal_eval.scoring import LabelTrie, apply_fallback, label_embeddings, semantic_softmax
+from semcal_eval.semsoft.scoring import LabelTrie, apply_fallback, label_embeddings, semantic_softmax
 
 TAUS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4]
 KS = [10, 50, 100, 500, 2000]
@@ -97,7 +97,7 @@ def main() -> None:
     args = ap.parse_args()
     register_backends()
     torch.set_num_threads(int(os.environ.get("SEMCAL_THREADS", "2")))
-    from semcal_eval.backend import SemSoftLM
+    from semcal_eval.semsoft.backend import SemSoftLM
 
     lm = SemSoftLM(pretrained=resolve_pretrained(f"semcal:{args.model}"), dtype="float32", device="cpu",
                    batch_size=args.batch_size)

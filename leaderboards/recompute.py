@@ -17,7 +17,7 @@ Checks, in order (each failure raises :class:`SubmissionError` naming file, task
    probability rows that do not sum to 1).
 
 Board metrics (ECE, Brier, NLL, AUROC, accuracy and bootstrap CIs) are then computed with
-:func:`semcal_eval.metrics.classification_report` / :func:`semcal_eval.metrics.confidence_report`.
+:func:`semcal_eval.core.metrics.classification_report` / :func:`semcal_eval.core.metrics.confidence_report`.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _same(a: float, b: float) -> bool:
 def _aggregation(spec: TaskSpec, metric: str):
     from lm_eval.api import registry
 
-    import semcal_eval.aggregations  # noqa: F401 - registers the semcal aggregations with lm-eval
+    import semcal_eval.harness.aggregations  # noqa: F401 - registers the semcal aggregations with lm-eval
 
     name = spec.metrics.get(metric)
     with warnings.catch_warnings():
@@ -108,7 +108,7 @@ def _aggregation(spec: TaskSpec, metric: str):
     if fn is None:
         raise SubmissionError(
             f"task {spec.name}: no registered aggregation {name or metric!r} for metric {metric} "
-            f"(declared in {spec.yaml_path}); is semcal_eval.aggregations up to date?"
+            f"(declared in {spec.yaml_path}); is semcal_eval.harness.aggregations up to date?"
         )
     return fn
 
@@ -164,8 +164,8 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
     confidence for correct vs wrong. Confidence items (QA ``{conf, correct}``): ECE = 10-bin ECE,
     Brier = mean (conf - correct)^2, NLL = binary cross-entropy, AUROC as above.
     """
-    from semcal_eval import metrics as M
-    from semcal_eval.aggregations import items_to_arrays
+    from semcal_eval.core import metrics as M
+    from semcal_eval.harness.aggregations import items_to_arrays
 
     try:
         with warnings.catch_warnings():
@@ -212,7 +212,7 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
 def degenerate_reason(conf: np.ndarray, n_bins: int) -> str:
     """Why this confidence vector is degenerate ("" if it is not): std(conf) < 1e-3, or >= 95% of
     documents in one equal-width bin of the task's ECE binning."""
-    from semcal_eval.metrics import bin_indices
+    from semcal_eval.core.metrics import bin_indices
 
     if len(conf) == 0:
         return ""

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from semcal_eval.task_yaml import TaskYamlError, iter_task_configs
+from semcal_eval.harness.task_yaml import TaskYamlError, iter_task_configs
 
 REFERENCE_FILTERS = ("prior", "majority", "uniform")  # Contract 2: reference predictors are filters
 

@@ -81,7 +81,7 @@ def qa_items(n: int, seed: int = 0) -> list[dict]:
 def _aggregate(agg_name: str, items: list[dict]) -> float:
     from lm_eval.api import registry
 
-    import semcal_eval.aggregations  # noqa: F401
+    import semcal_eval.harness.aggregations  # noqa: F401
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -41,8 +41,8 @@ def register_backends() -> None:
     """
     import lm_eval.models  # noqa: F401
 
-    import semcal_eval.backend  # noqa: F401  (registers hf-semsoft)
-    import semcal_eval.filters  # noqa: F401  (registers semsoft_select & co.)
+    import semcal_eval.semsoft.backend  # noqa: F401  (registers hf-semsoft)
+    import semcal_eval.semsoft.filters  # noqa: F401  (registers semsoft_select & co.)
 
 
 def resolve_model_args(argv: list[str]) -> list[str]:
@@ -71,7 +71,7 @@ def check_semsoft_backend(model: str | None, tasks: list[str] | None) -> None:
         return
     from lm_eval.api.registry import get_model
 
-    from semcal_eval.semsoft_task import semsoft_task_names
+    from semcal_eval.semsoft.task import semsoft_task_names
 
     wanted = {t for task in tasks for t in str(task).split(",")}
     semsoft = sorted(wanted & semsoft_task_names())

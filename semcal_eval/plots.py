@@ -23,7 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from . import metrics as M
+from .core import metrics as M
 
 __all__ = ["reliability_diagram", "confidence_histogram", "sweep_plot", "soft_scatter"]
 
@@ -66,7 +66,7 @@ def reliability_diagram(
     scheme: str = "uniform",
     title: str | None = None,
 ) -> Any:
-    """Reliability diagram of ``series`` = {name: (conf, correct)}; bins as in :mod:`semcal_eval.metrics`.
+    """Reliability diagram of ``series`` = {name: (conf, correct)}; bins as in :mod:`semcal_eval.core.metrics`.
 
     Bars: per-bin accuracy (one bar per series, side by side within the bin); hatched bar: the gap
     between accuracy and mean confidence; legend: ECE and n. Empty bins draw nothing.

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from semcal_eval import metrics as M
-from semcal_eval import plots, recalibration
-from semcal_eval.aggregations import items_to_arrays
+from semcal_eval.core import metrics as M
+from semcal_eval import plots
+from semcal_eval.core import recalibration
+from semcal_eval.harness.aggregations import items_to_arrays
 
 CLASSIFICATION_COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_class", "auroc_conf"]
 SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"]

@@ -41,6 +41,6 @@ def semsoft_lm(smollm2_path):
     """One real hf-semsoft backend on SmolLM2-135M, shared by the tests that only read from it."""
     import lm_eval.models  # noqa: F401  (lm-eval's registry first)
 
-    from semcal_eval.backend import SemSoftLM
+    from semcal_eval.semsoft.backend import SemSoftLM
 
     return SemSoftLM(pretrained=smollm2_path, dtype="float32", device="cpu", batch_size=8)

@@ -1,4 +1,4 @@
-"""semcal_eval.aggregations: items -> metrics, registry behaviour, and lm-eval resolving the names."""
+"""semcal_eval.harness.aggregations: items -> metrics, registry behaviour, and lm-eval resolving the names."""
 
 import importlib
 import math
@@ -13,8 +13,8 @@ from sklearn.metrics import log_loss, roc_auc_score
 from lm_eval.api.model import LM
 from lm_eval.api.registry import aggregation_registry, get_aggregation
 
-from semcal_eval import aggregations as A
-from semcal_eval import metrics as M
+from semcal_eval.harness import aggregations as A
+from semcal_eval.core import metrics as M
 
 FIXTURE = Path(__file__).parent / "fixtures" / "semcal_agg_task"
 
@@ -40,7 +40,7 @@ def test_every_metric_has_a_registered_aggregation():
 
 
 def agg_fn_ok(fn):
-    return fn is not None and fn.__module__ == "semcal_eval.aggregations"
+    return fn is not None and fn.__module__ == "semcal_eval.harness.aggregations"
 
 
 def test_reimport_does_not_crash():

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from semcal_eval import TASKS_DIR
-from semcal_eval.tasks_common import make_mc_process_results, mc_item
+from semcal_eval.harness.multiple_choice import make_mc_process_results, mc_item
 
 CC_DIR = TASKS_DIR / "civil_comments"
 
@@ -143,7 +143,7 @@ def test_mc_item_soft_target():
 
 
 def test_extreme_rate_on_ambiguous_items_by_hand():
-    from semcal_eval.aggregations import aggregate
+    from semcal_eval.harness.aggregations import aggregate
 
     # p = 0.95, 0.5, 0.05, 0.92, 0.3 against ambiguous t: three of five are extreme (> 0.9 or < 0.1)
     items = [mc_item([math.log(1 - p), math.log(p)], int(t >= 0.5), soft=t)

@@ -24,11 +24,11 @@ def run(args, **kw) -> subprocess.CompletedProcess:
 def test_registering_first_does_not_hide_lm_evals_backends():
     """Importing semcal's backend before anything else must leave `hf` (and the rest) registered."""
     code = (
-        "import semcal_eval.backend\n"
+        "import semcal_eval.semsoft.backend\n"
         "from lm_eval.api.registry import get_model, model_registry\n"
         "names = set(model_registry.keys())\n"
         "assert {'hf', 'huggingface', 'hf-semsoft', 'dummy'} <= names, sorted(names)\n"
-        "from semcal_eval.backend import SemSoftLM\n"
+        "from semcal_eval.semsoft.backend import SemSoftLM\n"
         "from lm_eval.models.huggingface import HFLM\n"
         "assert get_model('hf') is HFLM and get_model('hf-semsoft') is SemSoftLM\n"
         "print('ok', len(names))\n"
@@ -107,5 +107,5 @@ def test_entry_points_are_declared():
     from importlib.metadata import entry_points
 
     models = {e.name: e.value for e in entry_points(group="lm_eval.models")}
-    assert models.get("hf-semsoft") == "semcal_eval.backend:SemSoftLM"
+    assert models.get("hf-semsoft") == "semcal_eval.semsoft.backend:SemSoftLM"
     assert any(e.name == "semcal" for e in entry_points(group="lm_eval.tasks"))

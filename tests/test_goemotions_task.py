@@ -13,9 +13,9 @@ from lm_eval.tasks import TaskManager
 
 from semcal_eval import TASKS_DIR
 from semcal_eval.data import GOEMOTIONS_LABELS, load
-from semcal_eval.filters import CrossfitTemperature, ReferencePredictor
-from semcal_eval.scoring import SemSoftError
-from semcal_eval.semsoft_task import semsoft_params, semsoft_task_names
+from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor
+from semcal_eval.semsoft.scoring import SemSoftError
+from semcal_eval.semsoft.task import semsoft_params, semsoft_task_names
 
 
 def evaluate(lm, tasks, limit, **meta_and_kw):
@@ -48,7 +48,7 @@ def test_rows_side_by_side_from_one_pass(run6):
 
 
 def test_items_are_recomputable_and_match_the_results(run6):
-    from semcal_eval.aggregations import aggregate
+    from semcal_eval.harness.aggregations import aggregate
 
     samples = [s for s in run6["samples"]["goemotions_semsoft"] if s["filter"] == "semsoft"]
     item = samples[0]["ece_uw15"]

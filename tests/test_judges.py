@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from semcal_eval.judges import (
+from semcal_eval.qa.judges import (
     EmbeddingJudge,
     ExactMatchJudge,
     F1Judge,

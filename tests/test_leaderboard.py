@@ -487,7 +487,7 @@ def test_registry_reads_real_task_folder(monkeypatch):
         pytest.skip("no task folders yet")
     spec = reg.get("goemotions_semsoft")
     assert spec is not None and spec.version == "1.0"
-    from semcal_eval.aggregations import AGGREGATIONS
+    from semcal_eval.harness.aggregations import AGGREGATIONS
 
     # inherited through include: _goemotions.yaml, and resolvable in lm-eval's registry
     assert spec.metrics["ece_uw15"] == AGGREGATIONS["ece_uw15"]

@@ -1,4 +1,4 @@
-"""semcal_eval.metrics against sklearn/scipy, hand-computed cases and edge cases."""
+"""semcal_eval.core.metrics against sklearn/scipy, hand-computed cases and edge cases."""
 
 import math
 import warnings
@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import brier_score_loss, f1_score, log_loss, roc_auc_score
 
-from semcal_eval import metrics as m
-from semcal_eval.metrics import SemcalMetricWarning
+from semcal_eval.core import metrics as m
+from semcal_eval.core.metrics import SemcalMetricWarning
 
 
 def _rand_probs(n, k, seed=0, temp=1.0):

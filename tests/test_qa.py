@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from semcal_eval.judges import ExactMatchJudge, F1Judge, Judge
+from semcal_eval.qa.judges import ExactMatchJudge, F1Judge, Judge
 from semcal_eval.qa import (
     EmptyGoldError,
     agreement_matrix,

@@ -1,4 +1,4 @@
-"""semcal_eval.recalibration: temperature recovery on synthetic data, errors, reference predictors."""
+"""semcal_eval.core.recalibration: temperature recovery on synthetic data, errors, reference predictors."""
 
 import math
 import warnings
@@ -9,8 +9,8 @@ from scipy.special import softmax
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
-from semcal_eval import recalibration as r
-from semcal_eval.recalibration import RecalibrationWarning
+from semcal_eval.core import recalibration as r
+from semcal_eval.core.recalibration import RecalibrationWarning
 
 
 def _synthetic(T_true, n=4000, k=5, seed=0):

@@ -8,7 +8,7 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 
-from semcal_eval.scoring import LabelTrie, SemSoftError, semantic_softmax, validate_hparams
+from semcal_eval.semsoft.scoring import LabelTrie, SemSoftError, semantic_softmax, validate_hparams
 
 LABELS = ["admiration", "amusement", "anger", "joy", "sadness", "neutral", "fear"]
 PROMPTS = [
@@ -125,7 +125,7 @@ def test_fallback_when_every_weight_is_zero():
     out = semantic_softmax(logits, W, emb, [0.999], top_k=5)
     assert out["fallback"].all()
     assert torch.isfinite(out["p_sem"]).all()
-    from semcal_eval.scoring import apply_fallback
+    from semcal_eval.semsoft.scoring import apply_fallback
 
     base = torch.tensor([[0.3, 0.7], [0.6, 0.4]])
     filled = apply_fallback(out["p_sem"][:, :], out["fallback"], base)

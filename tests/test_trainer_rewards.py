@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from semcal_eval import qa
-from semcal_eval.judges import F1Judge
+from semcal_eval.qa.judges import F1Judge
 from trainers import config as tcfg
 from trainers.rewards import (
     GroupLayoutError,

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from semcal_eval import qa
-from semcal_eval.judges import Judge, get_judge
+from semcal_eval.qa.judges import Judge, get_judge
 
 __all__ = [
     "SCHEDULES",
@@ -223,7 +223,7 @@ def calibration_scores(agreement: np.ndarray, correct: Sequence[float], eps: flo
 # judge plumbing
 
 def _judge(judge: str | Judge | None, judge_kwargs: dict | None = None) -> Judge:
-    """A Judge instance; names go through :func:`semcal_eval.judges.get_judge`, which caches loaded judges."""
+    """A Judge instance; names go through :func:`semcal_eval.qa.judges.get_judge`, which caches loaded judges."""
     if judge is None:
         judge = "f1"
     if isinstance(judge, str):
@@ -300,7 +300,7 @@ def correctness_reward(
         completions: completions as strings or lists of messages.
         completion_ids: unused.
         trainer_state: unused.
-        judge: a :class:`semcal_eval.judges.Judge` or a name for :func:`semcal_eval.judges.get_judge`.
+        judge: a :class:`semcal_eval.qa.judges.Judge` or a name for :func:`semcal_eval.qa.judges.get_judge`.
         judge_kwargs: keyword arguments for ``get_judge`` when ``judge`` is a name.
         **kwargs: dataset columns; needs ``answers`` (list of gold strings per row), uses ``question``.
 

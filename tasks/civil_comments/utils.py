@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 
-from semcal_eval import aggregations  # noqa: F401  (registers the semcal_* aggregations the base variant names)
+from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the base variant names)
 from semcal_eval.data import civil_comments_subset, lm_eval_dataset, validate_band
-from semcal_eval.semsoft_task import SemSoftTask  # noqa: F401  (YAML: class: !function utils.SemSoftTask)
-from semcal_eval.tasks_common import make_mc_process_results
+from semcal_eval.semsoft.task import SemSoftTask  # noqa: F401  (YAML: class: !function utils.SemSoftTask)
+from semcal_eval.harness.multiple_choice import make_mc_process_results
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from semcal_eval.data import GOEMOTIONS_LABELS, lm_eval_dataset
-from semcal_eval.semsoft_task import SemSoftTask  # noqa: F401  (YAML: class: !function utils.SemSoftTask)
-from semcal_eval.tasks_common import make_mc_process_results
+from semcal_eval.semsoft.task import SemSoftTask  # noqa: F401  (YAML: class: !function utils.SemSoftTask)
+from semcal_eval.harness.multiple_choice import make_mc_process_results
 
 PROMPT = (
     "Which emotion does this Reddit comment express? "

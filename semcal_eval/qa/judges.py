@@ -32,7 +32,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
-from semcal_eval.qa import normalize_answer, token_f1
+from semcal_eval.qa._legacy import normalize_answer, token_f1
 
 __all__ = [
     "Judge",

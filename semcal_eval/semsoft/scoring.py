@@ -11,7 +11,7 @@ The constrained baseline is what constrained decoding does: the softmax restrict
 a prefix trie of the label token sequences so that labels sharing a first token are told apart by their next
 token instead of being merged (see :class:`LabelTrie`).
 
-Everything here is pure: tensors in, tensors out. The lm-eval backend (``semcal_eval.backend``) owns batching.
+Everything here is pure: tensors in, tensors out. The lm-eval backend (``semcal_eval.semsoft.backend``) owns batching.
 """
 
 from __future__ import annotations

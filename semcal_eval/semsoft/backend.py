@@ -15,7 +15,7 @@ from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
 from semcal_eval.models import resolve_pretrained
-from semcal_eval.scoring import (
+from semcal_eval.semsoft.scoring import (
     LabelTrie,
     SemSoftError,
     apply_fallback,

@@ -1,6 +1,6 @@
 """``SemSoftTask``: a ConfigurableTask whose requests are answered by a backend's ``semsoft`` method.
 
-Used from YAML as ``class: !function semcal_eval.semsoft_task.SemSoftTask`` (through a task folder's
+Used from YAML as ``class: !function semcal_eval.semsoft.task.SemSoftTask`` (through a task folder's
 ``utils.py``). Each document emits one ``Instance(request_type="semsoft", arguments=(ctx, spec))``; the response
 holds the constrained baseline and P_sem for every τ. Named filters (Contract 2 of docs/ARCHITECTURE.md) turn
 that one response into side-by-side rows: ``constrained``, ``semsoft``, ``semsoft_tau<τ>`` for a sweep, the
@@ -20,10 +20,10 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import ends_with_whitespace
 
-from semcal_eval import aggregations  # noqa: F401  (registers the aggregations the YAML names)
-from semcal_eval import filters as semsoft_filters
-from semcal_eval import recalibration
-from semcal_eval.scoring import LABEL_EMBEDDINGS, SemSoftError, tau_key, validate_hparams, validate_labels
+from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
+from semcal_eval.semsoft import filters as semsoft_filters
+from semcal_eval.core import recalibration
+from semcal_eval.semsoft.scoring import LABEL_EMBEDDINGS, SemSoftError, tau_key, validate_hparams, validate_labels
 
 REQUEST_TYPE = "semsoft"
 
@@ -190,7 +190,7 @@ def _process_results_marker(doc, results):  # pragma: no cover - SemSoftTask.pro
 def semsoft_task_names(tasks_dir=None) -> set[str]:
     """Names of the task YAMLs (following ``include:``) that use SemSoftTask, for the CLI's backend check."""
     from semcal_eval import TASKS_DIR
-    from semcal_eval.task_yaml import iter_task_configs
+    from semcal_eval.harness.task_yaml import iter_task_configs
 
     return {cfg["task"] for _, cfg in iter_task_configs(tasks_dir or TASKS_DIR) if "SemSoftTask" in str(cfg.get("class", ""))}
 

@@ -15,8 +15,8 @@ import numpy as np
 from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
-from semcal_eval import recalibration
-from semcal_eval.scoring import tau_key
+from semcal_eval.core import recalibration
+from semcal_eval.semsoft.scoring import tau_key
 
 
 class TaskView:

@@ -6,7 +6,7 @@ Pure functions (strings and lists in, numbers out):
   (Rajpurkar et al. 2016, the official SQuAD v1.1 evaluation script's definitions);
 * greedy bidirectional clustering of sampled answers with an answer-equivalence judge
   (Kuhn et al. 2023, "Semantic Uncertainty"; the judge decides bidirectional equivalence, see
-  :mod:`semcal_eval.judges`);
+  :mod:`semcal_eval.qa.judges`);
 * discrete semantic entropy and three confidences derived from the clusters;
 * a parser for verbalised confidences (RLCR's ``<answer>…</answer> <confidence>0.8</confidence>`` and
   ``Confidence: 0.8`` / ``Confidence: 80%``).
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from semcal_eval.judges import Judge
+    from semcal_eval.qa.judges import Judge
 
 __all__ = [
     "normalize_answer",
@@ -213,7 +213,7 @@ def cluster(question: str, answers: Sequence[str], judge: "Judge") -> list[int]:
     judge call, so at most K·C < K² pairs are judged (C = number of clusters). An empty (or whitespace-only)
     answer is its own cluster and is never compared.
 
-    >>> from semcal_eval.judges import F1Judge
+    >>> from semcal_eval.qa.judges import F1Judge
     >>> cluster("Who?", ["Barack Obama", "Obama", "", "Trump", "obama"], F1Judge())
     [0, 0, 1, 2, 0]
     """
@@ -536,7 +536,7 @@ def qa_settings(metadata: dict | None) -> dict:
     if isinstance(j, str):
         j = [x for x in re.split(r"[+,|\s]+", j) if x]
     if j is not None:
-        from semcal_eval.judges import JUDGES
+        from semcal_eval.qa.judges import JUDGES
 
         bad = [x for x in j if x not in JUDGES]
         if not j or bad:
@@ -621,8 +621,8 @@ def _build_glue() -> None:
     from lm_eval.api.instance import Instance
     from lm_eval.api.task import ConfigurableTask
 
-    from semcal_eval import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
-    from semcal_eval.judges import get_judge
+    from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
+    from semcal_eval.qa.judges import get_judge
 
     log = logging.getLogger("semcal_eval.qa")
 

@@ -1,0 +1,1 @@
+"""The numeric core: metrics, the one metric table, the per-document record, recalibration. No lm-eval import."""

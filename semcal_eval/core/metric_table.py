@@ -1,0 +1,246 @@
+"""The one metric table: name -> definition. Everything that names a metric reads it from here.
+
+It drives the lm-eval aggregation registry (``semcal_<name>``, :mod:`semcal_eval.harness.aggregations`), the
+task YAMLs' ``metric_list`` (checked equal in tests/test_metric_table.py), the report's tables, the bootstrap
+CIs and the board's columns. A metric is a function of :class:`~semcal_eval.core.records.RecordArrays`:
+
+* ``needs``: ``"any"`` (top-label confidence metrics: a classification record gives conf = max prob,
+  correct = argmax in gold), ``"classification"`` (needs the probability vector) or ``"soft"`` (needs the
+  annotator fraction of a binary soft-label task);
+* ``view``: which fields of a confidence record are (confidence, correctness), e.g. ``em`` is the accuracy of
+  the ``em`` field and ``ece_uw10_entropy`` the ECE of ``conf_entropy``;
+* ``loss``: a per-document loss whose mean is the metric, when there is one; the bootstrap then resamples the
+  loss vector (the same distribution as resampling documents and recomputing, without an (n, K) copy).
+
+Confidence intervals are ``<name>_ci_lo`` / ``<name>_ci_hi`` for the metrics with ``ci=True``: a seeded
+percentile bootstrap over documents (:data:`CI_N_BOOT` resamples, seed :data:`CI_SEED`, 95%), the same in
+results, reports and on the board. ``temperature`` is not a score: the mean fitted temperature of a
+recalibrated row (NaN elsewhere).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import metrics as M
+from .records import CLASSIFICATION, CONFIDENCE, RecordArrays, to_arrays
+
+__all__ = [
+    "Metric",
+    "METRICS",
+    "N_BINS",
+    "CI_N_BOOT",
+    "CI_SEED",
+    "CI_METRICS",
+    "TEMPERATURE",
+    "HIGHER_IS_BETTER",
+    "ROLES",
+    "metric_names",
+    "applicable",
+    "compute",
+    "ci",
+    "compute_all",
+    "temperature",
+]
+
+N_BINS = 15  # bins of the metrics whose name does not say (mce, rms_ce, class-wise and soft ECE)
+CI_N_BOOT = 1000
+CI_SEED = 0
+TEMPERATURE = "temperature"
+
+_Fn = Callable[[RecordArrays], float]
+_Loss = Callable[[RecordArrays], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One row of the table."""
+
+    name: str
+    higher_is_better: bool
+    needs: str  # "any" | "classification" | "soft"
+    fn: _Fn
+    loss: _Loss | None = None
+    ci: bool = False
+    view: tuple[str, str] = ("conf", "correct")
+    doc: str = ""
+
+    def applies_to(self, a: RecordArrays) -> bool:
+        if self.needs == "classification":
+            return a.kind == CLASSIFICATION
+        if self.needs == "soft":
+            return a.t is not None
+        return self.view == ("conf", "correct") or a.kind == CONFIDENCE
+
+
+def _target(a: RecordArrays) -> np.ndarray:
+    return a.gold / a.gold.sum(axis=1, keepdims=True)
+
+
+def _clip(p: np.ndarray) -> np.ndarray:
+    return np.clip(p, M.NLL_EPS, 1 - M.NLL_EPS)
+
+
+_ece15 = lambda a: M.ece(a.conf, a.correct, 15, "uniform")  # noqa: E731
+_ece10 = lambda a: M.ece(a.conf, a.correct, 10, "uniform")  # noqa: E731
+_acc = lambda a: M.accuracy(a.correct)  # noqa: E731
+_acc_loss = lambda a: a.correct  # noqa: E731
+_brier_conf = lambda a: M.brier_confidence(a.conf, a.correct)  # noqa: E731
+_brier_conf_loss = lambda a: (a.conf - a.correct) ** 2  # noqa: E731
+_auroc = lambda a: M.auroc_confidence(a.conf, a.correct)  # noqa: E731
+
+_ROWS = [
+    Metric("acc", True, "any", _acc, _acc_loss, ci=True, doc="accuracy of the top label / the greedy answer"),
+    Metric("macro_f1", True, "classification", lambda a: M.macro_f1(a.pred, a.gold, a.probs.shape[1]),
+           doc="macro-F1 over all K classes"),
+    Metric("ece_uw15", False, "any", _ece15, ci=True, doc="top-label ECE, 15 equal-width bins"),
+    Metric("ece_uw10", False, "any", _ece10, doc="top-label ECE, 10 equal-width bins"),
+    Metric("ece_em15", False, "any", lambda a: M.ece(a.conf, a.correct, 15, "mass"), doc="ECE, 15 equal-mass bins"),
+    Metric("classwise_ece", False, "classification", lambda a: M.classwise_ece(a.probs, a.gold, N_BINS)),
+    Metric("mce", False, "any", lambda a: M.mce(a.conf, a.correct, N_BINS)),
+    Metric("rms_ce", False, "any", lambda a: M.rms_ce(a.conf, a.correct, N_BINS)),
+    Metric("brier_mc", False, "classification", lambda a: M.brier_multiclass(a.probs, a.gold),
+           lambda a: np.sum((a.probs - _target(a)) ** 2, axis=1), ci=True, doc="multiclass Brier, range [0, 2]"),
+    Metric("brier_conf", False, "any", _brier_conf, _brier_conf_loss, ci=True, doc="mean (conf - correct)^2"),
+    Metric("nll", False, "classification", lambda a: M.nll_multiclass(a.probs, a.gold),
+           lambda a: -np.sum(_target(a) * np.log(_clip(a.probs)), axis=1), ci=True, doc="multiclass NLL"),
+    Metric("nll_conf", False, "any", lambda a: M.nll_confidence(a.conf, a.correct), doc="binary NLL of conf"),
+    Metric("auroc_conf", True, "any", _auroc, ci=True, doc="AUROC of conf for correct vs wrong"),
+    Metric("auroc_class", True, "classification", lambda a: M.auroc_class(a.probs, a.gold),
+           doc="macro one-vs-rest class AUROC"),
+    Metric("aurc", False, "any", lambda a: M.aurc(a.conf, a.correct), ci=True, doc="area under risk-coverage"),
+    Metric("acc_at_10cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.1)),
+    Metric("soft_brier", False, "soft", lambda a: M.brier_soft(a.p, a.t), lambda a: (a.p - a.t) ** 2, ci=True),
+    Metric("soft_ece", False, "soft", lambda a: M.soft_ece(a.p, a.t, N_BINS), ci=True),
+    Metric("soft_nll", False, "soft", lambda a: M.nll_soft(a.p, a.t),
+           lambda a: -(a.t * np.log(_clip(a.p)) + (1 - a.t) * np.log1p(-_clip(a.p))), ci=True),
+    Metric("pearson", True, "soft", lambda a: M.pearson(a.p, a.t)),
+    Metric("spearman", True, "soft", lambda a: M.spearman(a.p, a.t)),
+    Metric("soft_mae", False, "soft", lambda a: M.mae(a.p, a.t)),
+    # diagnostic: share of p < 0.1 or p > 0.9; on ambiguous (soft) data fewer extremes is better
+    Metric("extreme_rate", False, "soft", lambda a: M.extreme_rate(a.p)),
+    # QA views of the one confidence record
+    Metric("em", True, "any", _acc, _acc_loss, view=("conf", "em"), doc="exact match of the greedy answer"),
+    Metric("conf_parse_rate", True, "any", _acc, _acc_loss, view=("conf", "conf_parsed"),
+           doc="share of answers with a parseable stated confidence"),
+    Metric("ece_uw10_entropy", False, "any", _ece10, view=("conf_entropy", "correct"),
+           doc="10-bin ECE of 1 - semantic entropy / log K"),
+    Metric("brier_conf_entropy", False, "any", _brier_conf, _brier_conf_loss, view=("conf_entropy", "correct")),
+    Metric("auroc_conf_entropy", True, "any", _auroc, view=("conf_entropy", "correct")),
+]
+
+#: name -> Metric, in table order
+METRICS: dict[str, Metric] = {m.name: m for m in _ROWS}
+#: metrics with a bootstrap CI
+CI_METRICS: tuple[str, ...] = tuple(m.name for m in _ROWS if m.ci)
+
+#: every metric name a task may emit (scores, their CI bounds, ``temperature``) -> higher is better
+HIGHER_IS_BETTER: dict[str, bool] = {}
+for _m in _ROWS:
+    HIGHER_IS_BETTER[_m.name] = _m.higher_is_better
+    if _m.ci:
+        HIGHER_IS_BETTER[f"{_m.name}_ci_lo"] = HIGHER_IS_BETTER[f"{_m.name}_ci_hi"] = _m.higher_is_better
+HIGHER_IS_BETTER[TEMPERATURE] = False
+
+#: The headline roles (board columns, summary tables) -> metric, per record kind: classification tasks use
+#: the 15-bin ECE and the multiclass proper scores, QA tasks the 10-bin ECE and the binary ones.
+ROLES: dict[str, dict[str, str]] = {
+    CLASSIFICATION: {"ece": "ece_uw15", "brier": "brier_mc", "nll": "nll", "auroc": "auroc_conf", "acc": "acc"},
+    CONFIDENCE: {"ece": "ece_uw10", "brier": "brier_conf", "nll": "nll_conf", "auroc": "auroc_conf", "acc": "acc"},
+}
+#: ECE bins of each kind's headline ECE (reliability diagrams use the same)
+ROLE_BINS: dict[str, int] = {CLASSIFICATION: 15, CONFIDENCE: 10}
+
+
+def metric_names(with_ci: bool = True) -> list[str]:
+    """Every emitted metric name, in table order (with ``_ci_lo/_ci_hi`` and ``temperature`` when ``with_ci``)."""
+    return list(HIGHER_IS_BETTER) if with_ci else list(METRICS)
+
+
+def _metric(name: str) -> Metric:
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown semcal metric {name!r}; known: {', '.join(HIGHER_IS_BETTER)}") from None
+
+
+def _check(m: Metric, a: RecordArrays) -> None:
+    if m.applies_to(a):
+        return
+    if m.needs == "classification":
+        raise ValueError(f"metric {m.name!r} needs classification records {{probs, gold}}, got confidence records")
+    if m.needs == "soft":
+        raise ValueError(f"metric {m.name!r} needs a 'soft' annotator fraction in every record")
+    raise ValueError(f"metric {m.name!r} reads the confidence-record fields {m.view}, not a classification record")
+
+
+def arrays_for(name: str, records: list[dict]) -> RecordArrays:
+    """The records as arrays through metric ``name``'s view."""
+    m = _metric(name)
+    a = to_arrays(records, view=m.view if records and "probs" not in records[0] else ("conf", "correct"))
+    _check(m, a)
+    return a
+
+
+def compute(name: str, a: RecordArrays) -> float:
+    """Metric ``name`` of validated arrays (already in the metric's view)."""
+    m = _metric(name)
+    _check(m, a)
+    return float(m.fn(a))
+
+
+def ci(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED, alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile bootstrap (1 - alpha) CI of metric ``name``: documents resampled with replacement
+    ``n_boot`` times with ``numpy.random.default_rng(seed)`` (:func:`semcal_eval.core.metrics.bootstrap_ci`)."""
+    m = _metric(name)
+    _check(m, a)
+    if m.loss is not None:
+        return M.bootstrap_ci(_mean, m.loss(a), n_boot=n_boot, seed=seed, alpha=alpha)
+    return M.bootstrap_ci(lambda idx: m.fn(a.take(idx)), np.arange(a.n), n_boot=n_boot, seed=seed, alpha=alpha)
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x))
+
+
+def applicable(a: RecordArrays, names: Iterable[str] | None = None) -> list[str]:
+    """The metrics of ``names`` (default: the whole table) that apply to these arrays' kind, in table order.
+    Views of other confidence-record fields are left out: they need their own arrays."""
+    names = list(METRICS) if names is None else [n for n in names if _metric(n)]
+    return [n for n in names if METRICS[n].applies_to(a) and METRICS[n].view == ("conf", "correct")]
+
+
+def compute_all(
+    records_or_arrays: list[dict] | RecordArrays,
+    names: Iterable[str] | None = None,
+    *,
+    with_ci: bool = True,
+    ci_names: Iterable[str] | None = None,
+    n_boot: int = CI_N_BOOT,
+    seed: int = CI_SEED,
+) -> dict[str, float]:
+    """Every applicable metric of ``names`` (default: the table) plus ``<name>_ci_lo/_ci_hi`` for the CI
+    metrics among them (or for ``ci_names``) when ``with_ci``. NaN-with-warning metrics (AUROC on one class)
+    are returned as NaN, their warnings silenced."""
+    a = records_or_arrays if isinstance(records_or_arrays, RecordArrays) else to_arrays(records_or_arrays)
+    out: dict[str, float] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", M.SemcalMetricWarning)
+        todo = applicable(a, names)
+        for n in todo:
+            out[n] = float(METRICS[n].fn(a))
+        if with_ci:
+            for n in (CI_METRICS if ci_names is None else list(ci_names)):
+                if n in out:
+                    out[f"{n}_ci_lo"], out[f"{n}_ci_hi"] = ci(n, a, n_boot=n_boot, seed=seed)
+    return out
+
+
+def temperature(records: list[dict]) -> float:
+    """Mean fitted temperature of a recalibrated row's records (NaN when none carries one)."""
+    temps = [float(r["temperature"]) for r in records if isinstance(r, dict) and r.get("temperature") is not None]
+    return float(np.mean(temps)) if temps else float("nan")

@@ -1,0 +1,110 @@
+"""lm-eval glue: the metric table (:mod:`semcal_eval.core.metric_table`) registered as lm-eval aggregations.
+
+Every semcal task's ``process_results`` returns the one per-document record
+(:mod:`semcal_eval.core.records`) under each metric name; lm-eval hands the records of one (metric, filter) to
+the aggregation the task's ``metric_list`` names. The aggregation of metric ``X`` is registered as
+``semcal_X`` (one rule for every metric, so nothing clashes with lm-eval's own ``f1``, ``brier_score``,
+``mean``, ...). A task YAML therefore reads::
+
+    metric_list:
+      - metric: ece_uw15
+        aggregation: semcal_ece_uw15
+        higher_is_better: false
+
+:func:`metric_list` builds those entries; tests/test_metric_table.py checks every packaged YAML against it.
+The ``_ci_lo`` / ``_ci_hi`` pair of a metric shares one bootstrap per records list (cached by content).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+# lm-eval's get_aggregation() only imports its built-in aggregations when the registry is empty;
+# import them first so registering ours never hides theirs.
+import lm_eval.api.metrics  # noqa: F401
+from lm_eval.api.registry import aggregation_registry
+
+from ..core import metric_table as T
+
+__all__ = ["AGG_PREFIX", "AGGREGATIONS", "aggregate", "metric_list"]
+
+AGG_PREFIX = "semcal_"
+
+#: metric name -> registered aggregation name
+AGGREGATIONS: dict[str, str] = {name: AGG_PREFIX + name for name in T.HIGHER_IS_BETTER}
+
+_ci_cache: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
+
+
+def _ci(name: str, a) -> tuple[float, float]:
+    h = hashlib.sha1()
+    for x in (a.conf, a.correct, a.probs, a.gold, a.t):
+        if x is not None:
+            h.update(np.ascontiguousarray(x).tobytes())
+            h.update(str(x.shape).encode())
+    key = (name, h.hexdigest(), T.CI_N_BOOT, T.CI_SEED)
+    if key not in _ci_cache:
+        _ci_cache[key] = T.ci(name, a)
+        while len(_ci_cache) > 64:
+            _ci_cache.popitem(last=False)
+    return _ci_cache[key]
+
+
+def aggregate(name: str, records: Sequence[dict]) -> float:
+    """Metric ``name`` (a key of :data:`semcal_eval.core.metric_table.HIGHER_IS_BETTER`) of a list of records."""
+    records = list(records)
+    if name == T.TEMPERATURE:
+        return T.temperature(records)
+    if name.endswith(("_ci_lo", "_ci_hi")) and name[:-6] in T.CI_METRICS:
+        lo, hi = _ci(name[:-6], T.arrays_for(name[:-6], records))
+        return lo if name.endswith("_lo") else hi
+    return T.compute(name, T.arrays_for(name, records))
+
+
+def metric_list(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """lm-eval ``metric_list`` entries ({metric, aggregation, higher_is_better}) for ``names``
+    (default: every metric).
+
+    >>> metric_list(["ece_uw15"])
+    [{'metric': 'ece_uw15', 'aggregation': 'semcal_ece_uw15', 'higher_is_better': False}]
+    """
+    names = list(T.HIGHER_IS_BETTER) if names is None else list(names)
+    bad = [n for n in names if n not in T.HIGHER_IS_BETTER]
+    if bad:
+        raise ValueError(f"unknown semcal metric(s) {bad}")
+    return [{"metric": n, "aggregation": AGGREGATIONS[n], "higher_is_better": T.HIGHER_IS_BETTER[n]} for n in names]
+
+
+def _make(name: str) -> Callable[[Sequence[dict]], float]:
+    def agg(records: Sequence[dict]) -> float:
+        return aggregate(name, records)
+
+    agg.__name__ = agg.__qualname__ = AGG_PREFIX + name
+    agg.__doc__ = f"lm-eval aggregation for the semcal metric {name!r} (records -> semcal_eval.core.metric_table)."
+    return agg
+
+
+def _register(agg_name: str, fn: Callable) -> None:
+    current = aggregation_registry.get(agg_name, None) if agg_name in aggregation_registry else None
+    if current is None:
+        aggregation_registry.register(agg_name)(fn)
+        return
+    # Re-import (importlib.reload, or this file loaded again under another module name) makes new
+    # function objects, which lm-eval's registry would reject as a clash: keep the first one.
+    if getattr(current, "__qualname__", None) == fn.__qualname__ and getattr(current, "__module__", "").endswith(
+        "aggregations"
+    ):
+        return
+    raise ValueError(
+        f"lm-eval aggregation {agg_name!r} is already registered by {getattr(current, '__module__', current)}; "
+        "semcal cannot register its own under that name"
+    )
+
+
+for _name, _agg in AGGREGATIONS.items():
+    _register(_agg, _make(_name))
