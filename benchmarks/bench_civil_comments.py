@@ -33,11 +33,12 @@ from lm_eval.tasks import TaskManager
 
 from semcal_eval import TASKS_DIR
 from semcal_eval.core import recalibration
+from semcal_eval.core.metric_table import REPORT_COLUMNS
 from semcal_eval.cli import register_backends
 from semcal_eval.models import resolve_pretrained
 from semcal_eval.report import filters_from_samples, markdown_table, row_metrics, task_rows
 
-SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"]
+SOFT_COLUMNS = list(REPORT_COLUMNS["soft"])
 SEMSOFT_TASK, BASE_TASK = "civil_comments_ambiguous_semsoft", "civil_comments_ambiguous_base"
 
 # (name, prompt question line, labels [negative, positive]); the comment follows the question.

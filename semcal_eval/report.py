@@ -20,20 +20,16 @@ import argparse
 import json
 import math
 import re
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from semcal_eval.core import metrics as M
 from semcal_eval import plots
+from semcal_eval.core import metric_table as T
 from semcal_eval.core import recalibration
-from semcal_eval.harness.aggregations import items_to_arrays
+from semcal_eval.core.records import first_gold, to_arrays
 
-CLASSIFICATION_COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_class", "auroc_conf"]
-SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"]
-CONFIDENCE_COLUMNS = ["acc", "ece_uw10", "ece_uw15", "brier_conf", "nll_conf", "auroc_conf", "aurc"]
 MAIN_FILTERS = ("constrained", "semsoft")
 FILTER_ORDER = ["prior", "majority", "uniform", "constrained", "constrained_ts", "semsoft", "semsoft_ts"]
 
@@ -45,7 +41,7 @@ class ReportError(ValueError):
 # -- reading -------------------------------------------------------------------------------------------------
 def load_run(path: str | Path) -> dict[str, dict[str, dict]]:
     """{task: {filter: {"doc_ids": [...], "items": [...]}}} from an lm-eval ``--output_path`` folder."""
-    from leaderboards.ingest import find_results, read_results, read_samples
+    from semcal_eval.runs import find_results, read_results, read_samples
 
     results_path = find_results(path)
     results = read_results(results_path)
@@ -90,29 +86,15 @@ def _sorted_filters(names) -> list[str]:
 
 # -- metrics ---------------------------------------------------------------------------------------------------
 def row_metrics(items: list[dict], ci: bool = True, seed: int = 0) -> dict[str, float]:
-    """All metrics of one row (a filter's items), with bootstrap CIs."""
-    a = items_to_arrays(items)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", M.SemcalMetricWarning)
-        if a["kind"] == "confidence":
-            return M.confidence_report(a["conf"], a["correct"], ci=ci, seed=seed)
-        soft = a["t"] if a.get("t") is not None else None
-        golds = [it.get("gold") for it in items]
-        gold = None if soft is not None and all(g is None for g in golds) else golds
-        return M.classification_report(a["probs"], gold, soft=soft, ci=ci, seed=seed)
-
-
-def _first_gold(g):
-    return g[0] if isinstance(g, (list, tuple)) else g
+    """Every metric of the table that applies to one row (a filter's records), with bootstrap CIs."""
+    return T.compute_all(items, with_ci=ci, seed=seed)
 
 
 def temperature_rows(fit_items: list[dict], apply_items: list[dict]) -> tuple[list[dict], recalibration.TemperatureFit]:
     """Fit T on ``fit_items``' log-probabilities and apply it to ``apply_items`` (Guo et al. 2017)."""
-    lp_fit = np.log(np.clip([it["probs"] for it in fit_items], recalibration.PROB_FLOOR, 1.0))
-    labels = [_first_gold(it["gold"]) for it in fit_items]
-    fit = recalibration.fit_temperature(lp_fit, labels)
-    lp = np.log(np.clip([it["probs"] for it in apply_items], recalibration.PROB_FLOOR, 1.0))
-    scaled = recalibration.apply_temperature(lp, fit.T)
+    scaled, fit = recalibration.temperature_scale(
+        [it["probs"] for it in fit_items], [first_gold(it["gold"]) for it in fit_items],
+        [it["probs"] for it in apply_items])
     return [{**it, "probs": p.tolist(), "temperature": fit.T} for it, p in zip(apply_items, scaled)], fit
 
 
@@ -186,10 +168,7 @@ def markdown_table(table: dict[str, dict], columns: list[str]) -> str:
 
 
 def _columns(items: list[dict]) -> list[str]:
-    a = items_to_arrays(items)
-    if a["kind"] == "confidence":
-        return CONFIDENCE_COLUMNS
-    return SOFT_COLUMNS if a.get("t") is not None else CLASSIFICATION_COLUMNS
+    return T.report_columns(to_arrays(items))
 
 
 def _tau_of(name: str) -> float | None:
@@ -200,30 +179,30 @@ def _tau_of(name: str) -> float | None:
 def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: float | None = None) -> list[str]:
     """Write the task's PNGs; return the Markdown lines that show them."""
     md = []
-    arrays = {name: items_to_arrays(items) for name, items in rows.items()}
+    arrays = {name: to_arrays(items) for name, items in rows.items()}
     shown = [n for n in _sorted_filters(rows) if n.split("+")[0] in MAIN_FILTERS or n.endswith("_ts")]
     shown = shown or list(rows)
-    series = {n: (arrays[n]["conf"], arrays[n]["correct"]) for n in shown}
+    series = {n: (arrays[n].conf, arrays[n].correct) for n in shown}
     rel = out / f"{task}_reliability.png"
     plots.reliability_diagram(rel, series, title=f"{task}: reliability (15 equal-width bins)")
     hist = out / f"{task}_confidence.png"
-    plots.confidence_histogram(hist, {n: arrays[n]["conf"] for n in shown}, title=f"{task}: confidence")
+    plots.confidence_histogram(hist, {n: arrays[n].conf for n in shown}, title=f"{task}: confidence")
     md += [f"![reliability]({rel.name})", f"![confidence]({hist.name})"]
     taus = sorted((t, n) for n in rows if (t := _tau_of(n)) is not None)
     if taus and "semsoft" in table:
         if primary_tau is not None and all(abs(t - primary_tau) > 1e-9 for t, _ in taus):
             taus = sorted([*taus, (primary_tau, "semsoft")])
         xs = [t for t, _ in taus]
-        cols = ["ece_uw15", "acc", "brier_mc"] if arrays[taus[0][1]].get("t") is None else ["soft_ece", "soft_brier"]
+        cols = ["ece_uw15", "acc", "brier_mc"] if arrays[taus[0][1]].t is None else ["soft_ece", "soft_brier"]
         ys = {c: {"semsoft": [table[n].get(c, math.nan) for _, n in taus],
                   "constrained": [table.get("constrained", {}).get(c, math.nan)] * len(xs)} for c in cols}
         sweep = out / f"{task}_tau_sweep.png"
         plots.sweep_plot(xs, ys, sweep, title=f"{task}: τ sweep (constrained baseline flat)")
         md.append(f"![tau sweep]({sweep.name})")
-    soft_rows = [n for n in shown if arrays[n].get("t") is not None]
+    soft_rows = [n for n in shown if arrays[n].t is not None]
     if soft_rows:
         sc = out / f"{task}_soft_scatter.png"
-        plots.soft_scatter({n: arrays[n]["p"] for n in soft_rows}, arrays[soft_rows[0]]["t"], sc,
+        plots.soft_scatter({n: arrays[n].p for n in soft_rows}, arrays[soft_rows[0]].t, sc,
                            title=f"{task}: predicted P(toxic) vs annotator fraction")
         md.append(f"![soft scatter]({sc.name})")
     return md

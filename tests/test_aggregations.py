@@ -13,8 +13,10 @@ from sklearn.metrics import log_loss, roc_auc_score
 from lm_eval.api.model import LM
 from lm_eval.api.registry import aggregation_registry, get_aggregation
 
-from semcal_eval.harness import aggregations as A
+from semcal_eval.core import metric_table as T
 from semcal_eval.core import metrics as M
+from semcal_eval.core import records as R
+from semcal_eval.harness import aggregations as A
 
 FIXTURE = Path(__file__).parent / "fixtures" / "semcal_agg_task"
 
@@ -29,14 +31,14 @@ def _cls_items(n=60, k=3, seed=0, soft=False):
 
 
 def test_every_metric_has_a_registered_aggregation():
-    assert set(A.AGGREGATIONS) == set(A.METRIC_HIGHER_IS_BETTER)
+    assert set(A.AGGREGATIONS) == set(T.HIGHER_IS_BETTER)
     for name, agg in A.AGGREGATIONS.items():
         assert agg == "semcal_" + name
         assert agg_fn_ok(get_aggregation(agg))
     # lm-eval's own aggregations are still there and untouched
     for builtin in ("mean", "f1", "brier_score", "median"):
         assert aggregation_registry.get(builtin).__module__.startswith("lm_eval")
-    assert set(M.CI_METRICS) <= set(A.METRIC_HIGHER_IS_BETTER)
+    assert set(T.CI_METRICS) <= set(T.HIGHER_IS_BETTER)
 
 
 def agg_fn_ok(fn):
@@ -69,7 +71,7 @@ def test_classification_aggregations_match_metrics():
     assert get_aggregation("semcal_brier_mc")(items) == pytest.approx(np.mean(np.sum((P - np.eye(3)[y]) ** 2, 1)))
     lo = get_aggregation("semcal_ece_uw15_ci_lo")(items)
     hi = get_aggregation("semcal_ece_uw15_ci_hi")(items)
-    assert (lo, hi) == M.bootstrap_ci(lambda c, yy: M.ece(c, yy, 15), conf, corr, n_boot=A.CI_N_BOOT, seed=A.CI_SEED)
+    assert (lo, hi) == M.bootstrap_ci(lambda c, yy: M.ece(c, yy, 15), conf, corr, n_boot=T.CI_N_BOOT, seed=T.CI_SEED)
     with pytest.raises(ValueError, match="soft"):
         A.aggregate("soft_brier", items)
 
@@ -82,18 +84,18 @@ def test_confidence_items_and_kind_errors():
     assert A.aggregate("aurc", items) == M.aurc(conf, corr)
     assert A.aggregate("acc_at_10cov", items) == M.acc_at_coverage(conf, corr, 0.1)
     assert A.aggregate("brier_conf", items) == pytest.approx(np.mean((conf - corr) ** 2))
-    with pytest.raises(ValueError, match="needs classification items"):
+    with pytest.raises(ValueError, match="needs classification records"):
         A.aggregate("nll", items)
     with pytest.raises(ValueError, match="one kind"):
-        A.items_to_arrays(items[:2] + [{"probs": [0.5, 0.5], "gold": 0}])
+        R.to_arrays(items[:2] + [{"probs": [0.5, 0.5], "gold": 0}])
     with pytest.raises(ValueError, match="0 documents"):
         A.aggregate("acc", [])
-    with pytest.raises(ValueError, match="item 1 is a float"):
+    with pytest.raises(ValueError, match="record 1 is a float"):
         A.aggregate("acc", [items[0], 0.5])
     with pytest.raises(ValueError, match="NaN"):
         A.aggregate("acc", [{"conf": float("nan"), "correct": 1}])
     with pytest.raises(ValueError, match="same label set"):
-        A.items_to_arrays([{"probs": [0.5, 0.5], "gold": 0}, {"probs": [0.2, 0.3, 0.5], "gold": 0}])
+        R.to_arrays([{"probs": [0.5, 0.5], "gold": 0}, {"probs": [0.2, 0.3, 0.5], "gold": 0}])
     with pytest.raises(ValueError, match="unknown semcal metric"):
         A.aggregate("ece_uw16", items)
 
@@ -119,15 +121,17 @@ def test_any_gold_items():
     assert A.aggregate("nll", items) == pytest.approx((-(0.5 * math.log(0.6) + 0.5 * math.log(0.3)) - math.log(0.1)) / 2)
 
 
-def test_item_builders_validate():
-    assert A.classification_item(np.array([0.25, 0.75]), 1, 0.6) == {"probs": [0.25, 0.75], "gold": 1, "soft": 0.6}
-    assert A.confidence_item(np.float32(0.5), True) == {"conf": 0.5, "correct": 1}
+def test_record_builders_validate():
+    assert R.classification_record(np.array([0.25, 0.75]), 1, 0.6) == {"probs": [0.25, 0.75], "gold": 1, "soft": 0.6}
+    assert R.confidence_record(np.float32(0.5), True) == {"conf": 0.5, "correct": 1}
     with pytest.raises(ValueError, match="sum to 1"):
-        A.classification_item([0.5, 0.6], 0)
+        R.classification_record([0.5, 0.6], 0)
     with pytest.raises(ValueError):
-        A.classification_item([0.5, 0.5], 2)
+        R.classification_record([0.5, 0.5], 2)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        A.confidence_item(1.5, 1)
+        R.confidence_record(1.5, 1)
+    with pytest.raises(ValueError, match="unknown confidence-record field"):
+        R.confidence_record(0.5, 1, exact=1)
 
 
 # ------------------------------------------------------------- a real lm-eval run of a YAML task
@@ -158,7 +162,7 @@ def test_yaml_task_resolves_every_aggregation_and_evaluates():
     cfg_names = [e["metric"] for e in yaml.load(
         (FIXTURE / "semcal_agg_fixture.yaml").read_text().replace("!function", ""), Loader=yaml.SafeLoader
     )["metric_list"]]
-    assert set(cfg_names) == set(A.METRIC_HIGHER_IS_BETTER), "fixture must list every semcal metric"
+    assert set(cfg_names) == set(T.classification_metric_names()), "fixture must list every classification metric"
 
     tm = TaskManager(include_path=str(FIXTURE), include_defaults=False)
     loaded = tm.load(["semcal_agg_fixture"])
@@ -166,7 +170,7 @@ def test_yaml_task_resolves_every_aggregation_and_evaluates():
     aggs = task.aggregation()
     for name in cfg_names:
         assert agg_fn_ok(aggs[name]), f"lm-eval did not resolve the aggregation of {name}"
-        assert task.higher_is_better()[name] == A.METRIC_HIGHER_IS_BETTER[name]
+        assert task.higher_is_better()[name] == T.HIGHER_IS_BETTER[name]
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -175,10 +179,7 @@ def test_yaml_task_resolves_every_aggregation_and_evaluates():
     samples = res["samples"]["semcal_agg_fixture"]
     items = [s["ece_uw15"] for s in sorted(samples, key=lambda s: s["doc_id"])]
     assert len(items) == 40
-    rep = M.classification_report(
-        [it["probs"] for it in items], [it["gold"] for it in items], soft=[it["soft"] for it in items],
-        ci=False,
-    )
+    rep = T.compute_all(items, with_ci=False)
     for name in ("acc", "ece_uw15", "brier_mc", "nll", "soft_brier", "spearman", "aurc", "macro_f1"):
         assert row[f"{name},none"] == pytest.approx(rep[name]), name
     assert row["ece_uw15_ci_lo,none"] <= row["ece_uw15,none"] <= row["ece_uw15_ci_hi,none"]

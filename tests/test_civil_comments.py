@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from semcal_eval import TASKS_DIR
-from semcal_eval.harness.multiple_choice import make_mc_process_results, mc_item
+from semcal_eval.harness.multiple_choice import make_mc_process_results, mc_record
 
 CC_DIR = TASKS_DIR / "civil_comments"
 
@@ -126,16 +126,16 @@ def test_skipped_rows_are_counted_and_logged(cc, tmp_path, caplog):
 
 def test_mc_item_soft_target():
     lls = [math.log(0.3), math.log(0.1)]  # unnormalised: softmax gives [0.75, 0.25]
-    item = mc_item(lls, 0, soft=0.4)
+    item = mc_record(lls, 0, soft=0.4)
     np.testing.assert_allclose(item["probs"], [0.75, 0.25])
     assert item["soft"] == 0.4 and item["gold"] == 0
-    assert "soft" not in mc_item(lls, 0)  # existing callers unchanged
-    with pytest.raises(ValueError, match="outside"):
-        mc_item(lls, 0, soft=float("nan"))
-    with pytest.raises(ValueError, match="outside"):
-        mc_item(lls, 0, soft=1.2)
-    with pytest.raises(ValueError, match="exactly 2 choices"):
-        mc_item([0.0, 0.0, 0.0], 0, soft=0.5)
+    assert "soft" not in mc_record(lls, 0)  # existing callers unchanged
+    with pytest.raises(ValueError, match="NaN"):
+        mc_record(lls, 0, soft=float("nan"))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        mc_record(lls, 0, soft=1.2)
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        mc_record([0.0, 0.0, 0.0], 0, soft=0.5)
     pr = make_mc_process_results(lambda d: int(d["t"] >= 0.5), ["soft_brier", "acc"], soft_fn=lambda d: d["t"])
     out = pr({"t": 0.6}, [(math.log(0.25), False), (math.log(0.75), False)])
     assert set(out) == {"soft_brier", "acc"} and out["acc"] is out["soft_brier"]
@@ -146,7 +146,7 @@ def test_extreme_rate_on_ambiguous_items_by_hand():
     from semcal_eval.harness.aggregations import aggregate
 
     # p = 0.95, 0.5, 0.05, 0.92, 0.3 against ambiguous t: three of five are extreme (> 0.9 or < 0.1)
-    items = [mc_item([math.log(1 - p), math.log(p)], int(t >= 0.5), soft=t)
+    items = [mc_record([math.log(1 - p), math.log(p)], int(t >= 0.5), soft=t)
              for p, t in [(0.95, 0.6), (0.5, 0.4), (0.05, 0.3), (0.92, 0.7), (0.3, 0.25)]]
     assert aggregate("extreme_rate", items) == pytest.approx(3 / 5)
     # soft Brier by hand: mean (p - t)^2

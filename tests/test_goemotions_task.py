@@ -15,7 +15,8 @@ from semcal_eval import TASKS_DIR
 from semcal_eval.data import GOEMOTIONS_LABELS, load
 from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor
 from semcal_eval.semsoft.scoring import SemSoftError
-from semcal_eval.semsoft.task import semsoft_params, semsoft_task_names
+from semcal_eval.semsoft.spec import SemSoftParams
+from semcal_eval.semsoft.task import semsoft_task_names
 
 
 def evaluate(lm, tasks, limit, **meta_and_kw):
@@ -102,12 +103,12 @@ def test_semsoft_task_names_are_found():
 )
 def test_bad_hyperparameters_are_named(meta, msg):
     with pytest.raises(SemSoftError, match=msg):
-        semsoft_params(meta)
+        SemSoftParams.from_metadata(meta)
 
 
 def test_cli_metadata_overrides_yaml_defaults():
-    p = semsoft_params({"semsoft": {"tau": 0.3, "top_k": 50}, "top_k": 20})
-    assert p["tau"] == 0.3 and p["top_k"] == 20 and p["label_embedding"] == "first"
+    p = SemSoftParams.from_metadata({"semsoft": {"tau": 0.3, "top_k": 50}, "top_k": 20})
+    assert p.tau == 0.3 and p.top_k == 20 and p.label_embedding == "first"
 
 
 class _View:

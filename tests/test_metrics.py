@@ -366,50 +366,6 @@ def test_bootstrap_ci_nan_replicates():
         m.bootstrap_ci(m.ece, [0.1, 0.2], [1])
 
 
-def test_classification_report_consistent():
-    p, rng = _rand_probs(300, 2, seed=15)
-    t = np.clip(p[:, 1] + rng.normal(0, 0.1, 300), 0, 1)
-    r = m.classification_report(p, None, soft=t, n_boot=50)
-    gold = (t >= 0.5).astype(int)
-    c, pred, corr = m.top_label(p, gold)
-    assert r["acc"] == pytest.approx(np.mean(pred == gold))
-    assert r["ece_uw15"] == m.ece_uw15(c, corr)
-    assert r["nll"] == pytest.approx(log_loss(gold, y_proba=p, labels=[0, 1]))
-    assert r["soft_brier"] == pytest.approx(np.mean((p[:, 1] - t) ** 2))
-    assert r["ece_uw15_ci_lo"] <= r["ece_uw15"] <= r["ece_uw15_ci_hi"] or r["ece_uw15"] < 0.05
-    for k in ("macro_f1", "auroc_class", "pearson", "extreme_rate", "soft_nll_ci_hi"):
-        assert k in r
-    assert all(isinstance(v, float) for v in r.values())
-    r2 = m.confidence_report(c, corr, ci=False)
-    assert set(r2) < set(r) and r2["aurc"] == r["aurc"]
-    with pytest.raises(ValueError, match="binary"):
-        m.classification_report(np.full((2, 3), 1 / 3), [0, 1], soft=[0.1, 0.2])
-
-
-def test_ci_shortcut_equals_document_resampling():
-    # per-document-loss CIs (ci_inputs) must equal resampling documents and recomputing the metric
-    p, rng = _rand_probs(120, 3, seed=16)
-    y = rng.integers(0, 3, 120)
-    G = m.gold_matrix(y, 3)
-    c, _, corr = m.top_label(p, G)
-    data = {"conf": c, "correct": corr, "probs": p, "gold": G, "p": p[:, 1], "t": rng.uniform(size=120)}
-    full = {
-        "nll": (m.nll_multiclass, [p, G]),
-        "brier_mc": (m.brier_multiclass, [p, G]),
-        "brier_conf": (m.brier_confidence, [c, corr]),
-        "acc": (lambda cc, yy: m.accuracy(yy), [c, corr]),
-        "soft_nll": (m.nll_soft, [data["p"], data["t"]]),
-        "soft_brier": (m.brier_soft, [data["p"], data["t"]]),
-    }
-    for name, (fn, arrs) in full.items():
-        f2, a2 = m.ci_inputs(name, data)
-        assert m.bootstrap_ci(f2, *a2, n_boot=100, seed=3) == pytest.approx(
-            m.bootstrap_ci(fn, *arrs, n_boot=100, seed=3), rel=1e-12
-        ), name
-    with pytest.raises(ValueError, match="no bootstrap CI"):
-        m.ci_inputs("mce", data)
-
-
 def test_accuracy_from_predictions():
     assert m.accuracy([2, 0, 1], [2, [1, 0], 0]) == pytest.approx(2 / 3)
     assert m.accuracy(np.array([1, 1]), np.array([1, 0]), n_classes=2) == 0.5
@@ -418,5 +374,20 @@ def test_accuracy_from_predictions():
     with pytest.raises(ValueError, match="only 2 classes"):
         m.accuracy([2], [1], n_classes=2)
     with pytest.warns(SemcalMetricWarning, match="auroc_class"):  # one gold class only
-        r = m.classification_report(np.array([[0.3, 0.7], [0.8, 0.2]]), [1, 1], n_bins=5, ci=False)
-    assert r["ece_uw15"] == m.ece_uw15([0.7, 0.8], [1, 0]) and r["mce"] == m.mce([0.7, 0.8], [1, 0], 5)
+        assert math.isnan(m.auroc_class(np.array([[0.3, 0.7], [0.8, 0.2]]), [1, 1]))
+
+
+def test_integer_one_hot_labels_are_read_as_one_hot():
+    """Regression (issue 15): gold_matrix(np.eye(3, dtype=int)) read row [1, 0, 0] as golds {1, 0}."""
+    P = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    onehot = np.eye(3, dtype=int)
+    assert m.gold_matrix(onehot, 3).tolist() == np.eye(3, dtype=bool).tolist()
+    assert m.brier_multiclass(P, onehot) == pytest.approx(m.brier_multiclass(P, [0, 1, 2]))
+    assert m.nll_multiclass(P, onehot) == pytest.approx(log_loss([0, 1, 2], P, labels=[0, 1, 2]))
+    assert m.gold_matrix(np.array([[1.0, 1.0, 0.0]]), 3).tolist() == [[True, True, False]]  # float multi-hot
+    with pytest.raises(ValueError, match="one-hot/multi-hot matrix, got shape"):
+        m.gold_matrix(np.array([[0, 1], [1, 2]]), 3)  # a table of index pairs: ambiguous, rejected
+    with pytest.raises(ValueError, match="must be a 0/1"):
+        m.gold_matrix(np.array([[0, 2, 1]]), 3)
+    # lists of lists stay lists of acceptable gold indices
+    assert m.gold_matrix([[1, 0, 0]], 3).tolist() == [[True, True, False]]

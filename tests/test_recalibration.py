@@ -154,3 +154,41 @@ def test_split_halves_deterministic_and_order_free():
         r.split_halves(["a", "a", "b"])
     with pytest.raises(ValueError, match="at least 2"):
         r.split_halves(["a"])
+
+
+def test_temperature_fit_on_wide_logits_matches_torch_lbfgs():
+    """Regression (issue 15): scores more than 27.63 below the row max used to be raised to that floor, which
+    biased T (4.690 against torch's 5.073 on this setup). Finite logits must be used as they are."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    n, K, T_true = 600, 28, 5.0
+    Z = rng.normal(0, 3, size=(n, K)) * T_true  # true logits of sd 3, scaled by T: rows span far more than 40
+    assert np.median(Z.max(1) - Z.min(1)) > 40
+    y = np.array([rng.choice(K, p=np.exp(z / T_true - (z / T_true).max()) / np.exp(z / T_true - (z / T_true).max()).sum()) for z in Z])
+    fit = r.fit_temperature(Z, y)
+
+    logT = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    Zt, yt = torch.tensor(Z), torch.tensor(y)
+    opt = torch.optim.LBFGS([logT], lr=0.5, max_iter=200, tolerance_grad=1e-12, tolerance_change=1e-14,
+                            line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(Zt / logT.exp(), yt)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    assert fit.T == pytest.approx(float(logT.exp()), rel=1e-4)
+    # and apply_temperature is a plain softmax of z / T on such rows
+    assert np.allclose(r.apply_temperature([[0.0, -40.0]], 4.0), [[1 / (1 + np.exp(-10)), np.exp(-10) / (1 + np.exp(-10))]])
+
+
+def test_log_zero_is_floored_below_every_finite_score():
+    """-inf (probability 0) becomes PROB_FLOOR x the top class, or the row's lowest finite score if lower:
+    a zero-probability class never outranks a class the model gave mass to."""
+    out = r.apply_temperature([[0.0, -40.0, -np.inf]], 1.0)[0]
+    assert out[2] <= out[1] and out[2] > 0
+    out = r.apply_temperature([[0.0, -1.0, -np.inf]], 1.0)[0]
+    assert out[2] == pytest.approx(r.PROB_FLOOR * out[0], rel=1e-6)

@@ -165,7 +165,7 @@ def test_bad_k_against_the_real_vocab(semsoft_lm):
     [([], "empty"), (["joy", "joy"], "twice"), (["joy", "  "], "empty"), (["joy"], "at least 2")],
 )
 def test_bad_labels(semsoft_lm, labels, msg):
-    spec = {"choices": labels, "top_k": 10, "tau": 0.2}
+    spec = {"choices": labels, "top_k": 10, "tau": 0.2, "label_embedding": "first"}
     with pytest.raises(SemSoftError, match=msg):
         semsoft_lm.semsoft([Instance("semsoft", {}, (PROMPTS[0], spec), 0)], disable_tqdm=True)
 
@@ -191,3 +191,20 @@ def test_nan_logits_name_the_document(semsoft_lm):
         handle.remove()
     (ok,) = semsoft_lm.semsoft([req(PROMPTS[0])], disable_tqdm=True)
     assert np.isfinite(ok["baseline"]).all()
+
+
+def test_request_and_response_are_typed_with_defaults_in_one_place(semsoft_lm):
+    from semcal_eval.semsoft.spec import SemSoftParams, SemSoftRequest, SemSoftResponse
+
+    # a request missing a key is an error, never a silently restated default
+    spec = {"choices": [" joy", " anger"], "top_k": 10, "tau": 0.2}
+    with pytest.raises(SemSoftError, match=r"lacks \['label_embedding'\]"):
+        semsoft_lm.semsoft([Instance("semsoft", {}, (PROMPTS[0], spec), 0)], disable_tqdm=True)
+    p = SemSoftParams.from_metadata({})
+    request = SemSoftRequest(choices=(" joy", " anger"), taus=p.taus, top_k=p.top_k, label_embedding=p.label_embedding)
+    assert SemSoftRequest.from_dict(request.to_dict()) == request
+    (resp,) = semsoft_lm.semsoft([Instance("semsoft", {}, (PROMPTS[0], request.to_dict()), 0)], disable_tqdm=True)
+    r = SemSoftResponse.from_dict(resp)
+    assert r.to_dict() == resp and r.probs("semsoft", p.tau) == resp["semsoft"]["0.2"]
+    with pytest.raises(SemSoftError, match="was not computed"):
+        r.probs("semsoft", 0.35)

@@ -39,7 +39,12 @@ __all__ = [
     "TEMPERATURE",
     "HIGHER_IS_BETTER",
     "ROLES",
+    "ROLE_BINS",
+    "REPORT_COLUMNS",
+    "report_columns",
+    "arrays_for",
     "metric_names",
+    "classification_metric_names",
     "applicable",
     "compute",
     "ci",
@@ -155,10 +160,28 @@ ROLES: dict[str, dict[str, str]] = {
 #: ECE bins of each kind's headline ECE (reliability diagrams use the same)
 ROLE_BINS: dict[str, int] = {CLASSIFICATION: 15, CONFIDENCE: 10}
 
+#: The columns of a report table, per kind of row ("soft": classification rows with annotator fractions)
+REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
+    CLASSIFICATION: ("acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_class", "auroc_conf"),
+    "soft": ("soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"),
+    CONFIDENCE: ("acc", "ece_uw10", "ece_uw15", "brier_conf", "nll_conf", "auroc_conf", "aurc"),
+}
+
+
+def report_columns(a: RecordArrays) -> list[str]:
+    """The report columns for rows like ``a``."""
+    return list(REPORT_COLUMNS["soft" if a.t is not None else a.kind])
+
 
 def metric_names(with_ci: bool = True) -> list[str]:
     """Every emitted metric name, in table order (with ``_ci_lo/_ci_hi`` and ``temperature`` when ``with_ci``)."""
     return list(HIGHER_IS_BETTER) if with_ci else list(METRICS)
+
+
+def classification_metric_names() -> list[str]:
+    """Every emitted metric name a classification record can feed (all but the confidence-record views)."""
+    return [n for n in HIGHER_IS_BETTER
+            if n == TEMPERATURE or METRICS[n[:-6] if n.endswith(("_ci_lo", "_ci_hi")) else n].view == ("conf", "correct")]
 
 
 def _metric(name: str) -> Metric:

@@ -195,13 +195,28 @@ def _probs(probs: Any) -> np.ndarray:
 def gold_matrix(labels: Any, n_classes: int) -> np.ndarray:
     """Boolean (n, K) multi-hot matrix of acceptable golds.
 
-    ``labels`` may be a 1-D int array, a list of ``int | list[int]`` (any-gold) or already a
-    2-D bool matrix.
+    ``labels`` may be a 1-D int array, a list of ``int | list[int]`` (any-gold), or a 2-D (n, K) one-hot /
+    multi-hot array (bool or 0/1 numbers; any other 2-D array is an error).
 
     >>> gold_matrix([1, [0, 2]], 3).astype(int).tolist()
     [[0, 1, 0], [1, 0, 1]]
     """
     K = int(n_classes)
+    if isinstance(labels, np.ndarray) and labels.ndim == 2 and labels.dtype != bool and labels.dtype != object:
+        # A 2-D numeric array is a one-hot / multi-hot matrix (what sklearn's label_binarize returns), never a
+        # table of gold indices: reading its rows as index lists turned [1, 0, 0] into golds {1, 0}.
+        if labels.shape[1] != K:
+            raise ValueError(
+                f"a 2-D label array is read as an (n, {K}) one-hot/multi-hot matrix, got shape {labels.shape}; "
+                "pass gold indices as a 1-D array, or several golds per document as a list of lists"
+            )
+        a = np.asarray(labels, dtype=np.float64)
+        if not np.all((a == 0) | (a == 1)):
+            raise ValueError(
+                "a 2-D label array must be a 0/1 one-hot/multi-hot matrix; pass gold indices as a 1-D array, "
+                "or several golds per document as a list of lists"
+            )
+        labels = a.astype(bool)
     if isinstance(labels, np.ndarray) and labels.dtype == bool:
         if labels.ndim != 2 or labels.shape[1] != K:
             raise ValueError(f"boolean gold matrix must have shape (n, {K}), got {labels.shape}")

@@ -37,6 +37,7 @@ __all__ = [
     "VectorScalingFit",
     "fit_temperature",
     "apply_temperature",
+    "temperature_scale",
     "fit_platt",
     "fit_vector_scaling",
     "prior_predictor",
@@ -48,9 +49,9 @@ __all__ = [
 
 #: Fewest documents a recalibration map may be fitted on; below that the fit mostly models noise.
 MIN_FIT_DOCS = 20
-#: Scores are floored at (row max + log PROB_FLOOR): a class with probability 0 (log-prob -inf, e.g.
-#: from a constrained or Semantic-Softmax distribution) is treated as 1e-12 times the top class, so
-#: the NLL stays finite and temperature scaling can still move it.
+#: A class with probability 0 (log-prob -inf, e.g. from a constrained or Semantic-Softmax distribution) is
+#: treated as 1e-12 times the top class (or as the row's lowest finite score, if lower), so the NLL stays
+#: finite and temperature scaling can still move it. Finite scores are never changed.
 PROB_FLOOR = 1e-12
 
 
@@ -79,7 +80,15 @@ def _scores(x: Any, name: str = "logits") -> np.ndarray:
     if not np.isfinite(top).all():
         i = int(np.flatnonzero(~np.isfinite(top[:, 0]))[0])
         raise ValueError(f"{name} row {i} is all -inf (every class has probability 0)")
-    return np.maximum(Z, top + math.log(PROB_FLOOR))
+    # Only -inf (log 0) is replaced: finite scores are data, however far below the top they are (raising
+    # them biased the fitted T). A -inf class gets PROB_FLOOR times the top class, or the row's lowest
+    # finite score if that is lower, so it never outranks a class the model gave mass to.
+    neg = np.isneginf(Z)
+    if neg.any():
+        finite_min = np.where(neg, np.inf, Z).min(axis=1, keepdims=True)
+        floor = np.minimum(top + math.log(PROB_FLOOR), finite_min)
+        Z = np.where(neg, floor, Z)
+    return Z
 
 
 def _fit_targets(Z: np.ndarray, labels: Any) -> np.ndarray:
@@ -189,6 +198,15 @@ def apply_temperature(logprobs: Any, T: float) -> np.ndarray:
         raise ValueError(f"temperature must be a positive finite number, got {T!r}")
     Z = _scores(logprobs, "logprobs")
     return softmax(Z / T, axis=1)
+
+
+def temperature_scale(fit_probs: Any, fit_labels: Any, apply_probs: Any) -> tuple[np.ndarray, TemperatureFit]:
+    """Fit T on the log of ``fit_probs`` (probability vectors; zeros floored at :data:`PROB_FLOOR`) against
+    ``fit_labels`` and return (softmax(log apply_probs / T), the fit): temperature scaling of a distribution
+    whose logits are gone, as for the constrained and Semantic-Softmax rows."""
+    fit = fit_temperature(np.log(np.clip(np.asarray(fit_probs, dtype=float), PROB_FLOOR, 1.0)), fit_labels)
+    scaled = apply_temperature(np.log(np.clip(np.asarray(apply_probs, dtype=float), PROB_FLOOR, 1.0)), fit.T)
+    return scaled, fit
 
 
 # --------------------------------------------------------------------------------------------

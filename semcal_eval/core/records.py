@@ -50,6 +50,7 @@ __all__ = [
     "record_kind",
     "check_record",
     "to_arrays",
+    "first_gold",
     "canonical",
     "records_hash",
 ]
@@ -257,6 +258,11 @@ def _classification_arrays(records: list[dict]) -> RecordArrays:
     conf, pred, correct = M.top_label(P, G)
     return RecordArrays(CLASSIFICATION, conf, correct, probs=P, gold=G, pred=pred,
                         p=None if t is None else P[:, 1], t=t)
+
+
+def first_gold(gold: Any) -> Any:
+    """The first acceptable gold of a record's ``gold`` (the label a recalibration fit is trained on)."""
+    return gold[0] if isinstance(gold, (list, tuple)) else gold
 
 
 def canonical(rec: Any) -> bytes:

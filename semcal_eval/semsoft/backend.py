@@ -22,9 +22,8 @@ from semcal_eval.semsoft.scoring import (
     label_embeddings,
     semantic_softmax,
     tau_key,
-    validate_hparams,
-    validate_labels,
 )
+from semcal_eval.semsoft.spec import SemSoftRequest, SemSoftResponse
 
 log = logging.getLogger(__name__)
 
@@ -109,23 +108,19 @@ class SemSoftLM(HFLM):
 
     # -- the request type ----------------------------------------------------------------------------------
     def semsoft(self, requests, disable_tqdm: bool = False) -> list[dict]:
-        """Answer ``semsoft`` requests: ``Instance.args = (context, spec)``.
+        """Answer ``semsoft`` requests: ``Instance.args = (context, SemSoftRequest.to_dict())``.
 
-        ``spec`` = {"choices": [continuation strings, target delimiter included], "top_k": K,
-        "tau": τ or [τ...], "label_embedding": "first"|"mean"}.
-
-        Returns per request {"baseline": [L], "semsoft": {τ: [L]}, "fallback": {τ: bool}, "topk_mass": float,
-        "collisions": [[label, ...]], "top_tokens": [[token, p], ...]}.
+        Returns one :class:`~semcal_eval.semsoft.spec.SemSoftResponse` per request, as a dict (lm-eval logs it).
         """
         prepared = []
         for req in requests:
             context, spec = req.args
-            labels = list(spec["choices"])
-            validate_labels(labels)
-            taus = validate_hparams(spec.get("tau", 0.2), spec.get("top_k", 100), self.vocab_valid)
+            request = SemSoftRequest.from_dict(spec)
+            request.validate(self.vocab_valid)
+            labels = list(request.choices)
             ctx, conts = self.encode_choices(context, labels)
-            lset = self._label_set(tuple(labels), conts, spec.get("label_embedding", "first"))
-            prepared.append((req, ctx, lset, taus, int(spec.get("top_k", 100))))
+            lset = self._label_set(tuple(labels), conts, request.label_embedding)
+            prepared.append((req, ctx, lset, [float(t) for t in request.taus], int(request.top_k)))
 
         results: list[dict | None] = [None] * len(prepared)
         # Longest first, so padding is small within a batch and an OOM would show up at once.
@@ -164,11 +159,11 @@ class SemSoftLM(HFLM):
         baseline = lset.trie.constrained(out["log_probs"][0], branch_lp)
         p_sem = apply_fallback(out["p_sem"][:, 0], out["fallback"][:, 0], baseline)
         top5 = out["log_probs"][0].topk(5)
-        return {
-            "baseline": baseline.tolist(),
-            "semsoft": {tau_key(t): p_sem[i].tolist() for i, t in enumerate(taus)},
-            "fallback": {tau_key(t): bool(out["fallback"][i, 0]) for i, t in enumerate(taus)},
-            "topk_mass": float(out["topk_mass"][0]),
-            "collisions": [[lset.labels[i].strip() for i in g] for g in lset.trie.collisions],
-            "top_tokens": [[self.tokenizer.decode([int(t)]), float(p.exp())] for p, t in zip(*top5)],
-        }
+        return SemSoftResponse(
+            baseline=baseline.tolist(),
+            semsoft={tau_key(t): p_sem[i].tolist() for i, t in enumerate(taus)},
+            fallback={tau_key(t): bool(out["fallback"][i, 0]) for i, t in enumerate(taus)},
+            topk_mass=float(out["topk_mass"][0]),
+            collisions=[[lset.labels[i].strip() for i in g] for g in lset.trie.collisions],
+            top_tokens=[[self.tokenizer.decode([int(t)]), float(p.exp())] for p, t in zip(*top5)],
+        ).to_dict()

@@ -16,7 +16,8 @@ from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
 from semcal_eval.core import recalibration
-from semcal_eval.semsoft.scoring import tau_key
+from semcal_eval.core.records import first_gold
+from semcal_eval.semsoft.spec import SemSoftResponse
 
 
 class TaskView:
@@ -51,26 +52,11 @@ class SemSoftSelect(Filter):
         self.source, self.tau = source, tau
 
     def apply(self, resps, docs):
-        out = []
-        for r in resps:
-            resp = r[0]
-            if self.source == "baseline":
-                out.append(resp["baseline"])
-                continue
-            table = resp["semsoft"]
-            key = tau_key(self.tau) if self.tau is not None else next(iter(table))
-            if key not in table:
-                raise ValueError(f"semsoft_select: tau={key} was not computed (have {sorted(table)})")
-            out.append(table[key])
-        return out
+        return [SemSoftResponse.from_dict(r[0]).probs(self.source, self.tau) for r in resps]
 
 
 def _probs(r):
     return r["probs"] if isinstance(r, dict) else r
-
-
-def _first_gold(g):
-    return g[0] if isinstance(g, (list, tuple)) else g
 
 
 @register_filter("crossfit_temperature")
@@ -82,14 +68,12 @@ class CrossfitTemperature(Filter):
 
     def apply(self, resps, docs):
         probs = np.asarray([_probs(r) for r in resps], dtype=float)
-        labels = np.asarray([_first_gold(self.task.gold(d)) for d in docs])
-        logp = np.log(np.clip(probs, 1e-12, 1.0))
+        labels = np.asarray([first_gold(self.task.gold(d)) for d in docs])
         idx = np.arange(len(docs))
         out: list = [None] * len(docs)
         for fold in (0, 1):
             fit_on, apply_to = idx[idx % 2 != fold], idx[idx % 2 == fold]
-            fit = recalibration.fit_temperature(logp[fit_on], labels[fit_on])
-            scaled = recalibration.apply_temperature(logp[apply_to], fit.T)
+            scaled, fit = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
             for i, p in zip(apply_to, scaled):
                 out[i] = {"probs": p.tolist(), "temperature": float(fit.T), "at_bound": bool(fit.at_bound), "fold": fold}
         return out
@@ -107,7 +91,7 @@ class ReferencePredictor(Filter):
         self.kind, self.task = kind, task
 
     def apply(self, resps, docs):
-        n_classes = len(resps[0][0]["baseline"])
+        n_classes = len(SemSoftResponse.from_dict(resps[0][0]).baseline)
         n = len(docs)
         if self.kind == "uniform":
             return recalibration.uniform_predictor(n_classes, n).tolist()
@@ -116,7 +100,7 @@ class ReferencePredictor(Filter):
             rate = recalibration.prior_rate(soft)
             p1 = rate if self.kind == "prior" else float(rate >= 0.5)
             return [[1.0 - p1, p1]] * n
-        train = [_first_gold(g) for g in self.task.train_golds()]
+        train = [first_gold(g) for g in self.task.train_golds()]
         if not train:
             raise ValueError(
                 "reference predictors need the task's training split (training_split in the YAML); "

@@ -7,9 +7,8 @@ that one response into side-by-side rows: ``constrained``, ``semsoft``, ``semsof
 reference predictors ``prior`` / ``majority`` / ``uniform``, and cross-fitted temperature scaling
 ``constrained_ts`` / ``semsoft_ts``.
 
-Hyper-parameters live in ``metadata.semsoft`` ({tau, tau_sweep, top_k, label_embedding, recalibrate}); the flat
-metadata keys of the same names override them, so ``--metadata '{"tau": 0.3, "top_k": 50}'`` works from the CLI.
-Keys left out take :data:`DEFAULTS`.
+Hyper-parameters: :class:`semcal_eval.semsoft.spec.SemSoftParams` (``metadata.semsoft``, overridden by flat
+metadata keys, so ``--metadata '{"tau": 0.3, "top_k": 50}'`` works from the CLI).
 """
 
 from __future__ import annotations
@@ -20,47 +19,13 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import ends_with_whitespace
 
-from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
-from semcal_eval.semsoft import filters as semsoft_filters
 from semcal_eval.core import recalibration
-from semcal_eval.semsoft.scoring import LABEL_EMBEDDINGS, SemSoftError, tau_key, validate_hparams, validate_labels
-
-REQUEST_TYPE = "semsoft"
-
-# τ=0.2, K=100 and first-token label embeddings were chosen on the GoEmotions validation split (docs/SWEEP.md).
-DEFAULTS = {
-    "tau": 0.2,
-    "tau_sweep": [],
-    "top_k": 100,
-    "label_embedding": "first",
-    "recalibrate": True,
-    "reference_predictors": True,
-}
-HPARAM_KEYS = tuple(DEFAULTS)
-
-
-def semsoft_params(metadata: dict | None) -> dict:
-    """Effective hyper-parameters: DEFAULTS < metadata.semsoft < flat metadata keys; validated."""
-    metadata = metadata or {}
-    nested = metadata.get("semsoft") or {}
-    if not isinstance(nested, dict):
-        raise SemSoftError(f"metadata.semsoft must be a mapping, got {nested!r}")
-    unknown = set(nested) - set(HPARAM_KEYS)
-    if unknown:
-        raise SemSoftError(f"unknown metadata.semsoft key(s) {sorted(unknown)}: known keys are {list(HPARAM_KEYS)}")
-    params = {**DEFAULTS, **nested, **{k: metadata[k] for k in HPARAM_KEYS if k in metadata}}
-    tau = params["tau"]
-    if isinstance(tau, (list, tuple)):  # a list given as `tau` is a sweep whose first value is primary
-        if not tau:
-            raise SemSoftError("tau is an empty list: give a number in [-1, 1) or a list of them")
-        params["tau"], params["tau_sweep"] = tau[0], list(tau[1:]) + list(params["tau_sweep"])
-    if params["label_embedding"] not in LABEL_EMBEDDINGS:
-        raise SemSoftError(
-            f"label_embedding={params['label_embedding']!r} is unknown: choose one of {LABEL_EMBEDDINGS}"
-        )
-    # K's upper bound (the vocabulary) is checked by the backend, which knows the model.
-    validate_hparams([params["tau"], *params["tau_sweep"]], params["top_k"], vocab_size=10**9)
-    return params
+from semcal_eval.core.records import classification_record
+from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
+from semcal_eval.harness.base import check_aggregations, process_results_marker
+from semcal_eval.semsoft import filters as semsoft_filters
+from semcal_eval.semsoft.scoring import SemSoftError, tau_key
+from semcal_eval.semsoft.spec import REQUEST_TYPE, SemSoftParams, SemSoftRequest
 
 
 class SemSoftTask(ConfigurableTask):
@@ -72,16 +37,14 @@ class SemSoftTask(ConfigurableTask):
         config = dict(config or {})
         config.pop("class", None)  # TaskConfig rejects unknown keys
         config.pop("output_type", None)
-        self.params = semsoft_params(config.get("metadata"))
-        self.taus = [self.params["tau"], *[t for t in self.params["tau_sweep"] if t != self.params["tau"]]]
+        self.params = SemSoftParams.from_metadata(config.get("metadata"))
+        self.taus = list(self.params.taus)
         if config.get("process_results") is None:
-            # Any callable works: process_results below is what runs; this only tells ConfigurableTask not to
-            # look the metric names up as lm-eval metric functions.
-            config["process_results"] = _process_results_marker
+            config["process_results"] = process_results_marker
         if not config.get("filter_list"):
             config["filter_list"] = self._default_filters()
         super().__init__(config=config, **kwargs)
-        self._check_aggregations()
+        check_aggregations(self)
 
     # -- filters ------------------------------------------------------------------------------------------
     def _default_filters(self) -> list[dict]:
@@ -94,7 +57,7 @@ class SemSoftTask(ConfigurableTask):
             {"name": f"semsoft_tau{tau_key(t)}", "filter": [{"function": "semsoft_select", "source": "semsoft", "tau": t}]}
             for t in self.taus[1:]
         ]
-        if self.params["recalibrate"]:
+        if self.params.recalibrate:
             for name, src in (("constrained_ts", "baseline"), ("semsoft_ts", "semsoft")):
                 flt.append(
                     {
@@ -105,15 +68,10 @@ class SemSoftTask(ConfigurableTask):
                         ],
                     }
                 )
-        if self.params["reference_predictors"]:
+        if self.params.reference_predictors:
             for kind in ("prior", "majority", "uniform"):
                 flt.append({"name": kind, "filter": [{"function": "reference_predictor", "kind": kind, "task": source}]})
         return flt
-
-    def _check_aggregations(self) -> None:
-        missing = [m for m in self._metric_fn_list if m != "bypass" and m not in self._aggregation_list]
-        if missing:
-            raise SemSoftError(f"task {self.config.task}: metric(s) {missing} have no aggregation in metric_list")
 
     # -- gold ---------------------------------------------------------------------------------------------
     def gold(self, doc) -> int | list[int]:
@@ -145,7 +103,7 @@ class SemSoftTask(ConfigurableTask):
         super().build_all_requests(**kwargs)
         n = len({inst.doc_id for inst in self.instances})
         need = 2 * recalibration.MIN_FIT_DOCS
-        if self.params["recalibrate"] and kwargs.get("world_size", 1) == 1 and 0 < n < need:
+        if self.params.recalibrate and kwargs.get("world_size", 1) == 1 and 0 < n < need:
             raise SemSoftError(
                 f"task {self.config.task}: cross-fitted temperature scaling (rows constrained_ts / semsoft_ts) "
                 f"needs at least {need} documents ({recalibration.MIN_FIT_DOCS} per fold), got {n}; raise "
@@ -158,33 +116,26 @@ class SemSoftTask(ConfigurableTask):
         delimiter = self.config.target_delimiter
         if apply_chat_template and not (self.config.gen_prefix and not ends_with_whitespace(self.config.gen_prefix)):
             delimiter = ""  # the chat template already ends the turn; ConfigurableTask drops it the same way
-        choices = self.doc_to_choice(doc)
-        validate_labels(choices)
-        spec = {
-            "choices": [f"{delimiter}{c}" for c in choices],
-            "top_k": int(self.params["top_k"]),
-            "tau": list(self.taus),
-            "label_embedding": self.params["label_embedding"],
-        }
-        return Instance(request_type=REQUEST_TYPE, doc=doc, arguments=(ctx, spec), idx=0, **kwargs)
+        request = SemSoftRequest(
+            choices=tuple(f"{delimiter}{c}" for c in self.doc_to_choice(doc)),
+            taus=tuple(self.taus),
+            top_k=self.params.top_k,
+            label_embedding=self.params.label_embedding,
+        )
+        return Instance(request_type=REQUEST_TYPE, doc=doc, arguments=(ctx, request.to_dict()), idx=0, **kwargs)
 
     def process_results(self, doc, results):
-        """Per-document item (Contract 1) under every metric name, so every metric is recomputable from logs."""
+        """The per-document record (semcal_eval.core.records) under every metric name, so every metric is
+        recomputable from the logs."""
         if "bypass" in self._metric_fn_list:  # --predict_only
             return {"bypass": None}
         (resp,) = results
-        item = {"probs": list(resp["probs"]) if isinstance(resp, dict) else list(resp), "gold": self.gold(doc)}
-        soft = self.soft_target(doc)
-        if soft is not None:
-            item["soft"] = soft
-        if isinstance(resp, dict) and "temperature" in resp:  # cross-fitted rows record their fitted T
-            item["temperature"] = resp["temperature"]
-            item["at_bound"] = resp.get("at_bound", False)
-        return {m: item for m in self._metric_fn_list}
-
-
-def _process_results_marker(doc, results):  # pragma: no cover - SemSoftTask.process_results is what runs
-    raise RuntimeError("SemSoftTask.process_results should have been called")
+        fit = resp if isinstance(resp, dict) else {}  # cross-fitted rows carry their fitted T
+        record = classification_record(
+            fit["probs"] if fit else resp, self.gold(doc), self.soft_target(doc),
+            temperature=fit.get("temperature"), at_bound=fit.get("at_bound", False),
+        )
+        return {m: record for m in self._metric_fn_list}
 
 
 def semsoft_task_names(tasks_dir=None) -> set[str]:
@@ -195,4 +146,4 @@ def semsoft_task_names(tasks_dir=None) -> set[str]:
     return {cfg["task"] for _, cfg in iter_task_configs(tasks_dir or TASKS_DIR) if "SemSoftTask" in str(cfg.get("class", ""))}
 
 
-__all__ = ["SemSoftTask", "semsoft_params", "semsoft_task_names", "DEFAULTS", "REQUEST_TYPE"]
+__all__ = ["SemSoftTask", "semsoft_task_names"]

@@ -1,0 +1,148 @@
+"""Typed Semantic Softmax parameters, request and response; the defaults are defined here and nowhere else.
+
+* :class:`SemSoftParams`: a task's hyper-parameters, from ``metadata.semsoft`` overridden by flat
+  ``--metadata`` keys (``tau``, ``tau_sweep``, ``top_k``, ``label_embedding``, ``recalibrate``,
+  ``reference_predictors``); keys left out take the field defaults.
+* :class:`SemSoftRequest`: what a task asks of a backend for one document (``Instance.args = (ctx, request)``).
+* :class:`SemSoftResponse`: what the backend answers.
+
+Request and response cross lm-eval as plain dicts (``to_dict`` / ``from_dict``), because lm-eval logs
+``arguments`` and ``resps`` with ``json.dumps`` and would turn any other object into its ``repr``; inside
+semcal they are read only through these classes, which validate them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from .scoring import LABEL_EMBEDDINGS, SemSoftError, tau_key, validate_hparams, validate_labels
+
+__all__ = ["REQUEST_TYPE", "SemSoftParams", "SemSoftRequest", "SemSoftResponse"]
+
+#: lm-eval request type (and the backend method) of Semantic Softmax
+REQUEST_TYPE = "semsoft"
+
+
+@dataclass(frozen=True)
+class SemSoftParams:
+    """Hyper-parameters of a semsoft task. τ=0.2, K=100 and first-token label embeddings were chosen on the
+    GoEmotions validation split (docs/SWEEP.md)."""
+
+    tau: float = 0.2
+    tau_sweep: tuple[float, ...] = ()
+    top_k: int = 100
+    label_embedding: str = "first"
+    recalibrate: bool = True
+    reference_predictors: bool = True
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_metadata(cls, metadata: dict | None) -> SemSoftParams:
+        """Field defaults < ``metadata.semsoft`` < flat metadata keys; validated with errors naming the fix.
+
+        A list given as ``tau`` is a sweep whose first value is the primary τ.
+
+        >>> SemSoftParams.from_metadata({"tau": [0.3, 0.1], "top_k": 50}).taus
+        (0.3, 0.1)
+        """
+        metadata = metadata or {}
+        nested = metadata.get("semsoft") or {}
+        if not isinstance(nested, dict):
+            raise SemSoftError(f"metadata.semsoft must be a mapping, got {nested!r}")
+        keys = cls.keys()
+        unknown = set(nested) - set(keys)
+        if unknown:
+            raise SemSoftError(f"unknown metadata.semsoft key(s) {sorted(unknown)}: known keys are {list(keys)}")
+        p: dict[str, Any] = {**nested, **{k: metadata[k] for k in keys if k in metadata}}
+        tau = p.get("tau", cls.tau)
+        sweep = list(p.get("tau_sweep") or [])
+        if isinstance(tau, (list, tuple)):
+            if not tau:
+                raise SemSoftError("tau is an empty list: give a number in [-1, 1) or a list of them")
+            tau, sweep = tau[0], list(tau[1:]) + sweep
+        label_embedding = p.get("label_embedding", cls.label_embedding)
+        if label_embedding not in LABEL_EMBEDDINGS:
+            raise SemSoftError(f"label_embedding={label_embedding!r} is unknown: choose one of {LABEL_EMBEDDINGS}")
+        top_k = p.get("top_k", cls.top_k)
+        # K's upper bound (the vocabulary) is checked by the backend, which knows the model.
+        taus = validate_hparams([tau, *sweep], top_k, vocab_size=10**9)
+        return cls(tau=taus[0], tau_sweep=tuple(taus[1:]), top_k=int(top_k), label_embedding=label_embedding,
+                   recalibrate=bool(p.get("recalibrate", cls.recalibrate)),
+                   reference_predictors=bool(p.get("reference_predictors", cls.reference_predictors)))
+
+    @property
+    def taus(self) -> tuple[float, ...]:
+        """The primary τ, then the sweep's other values (duplicates of the primary dropped)."""
+        return (self.tau, *[t for t in self.tau_sweep if t != self.tau])
+
+
+@dataclass(frozen=True)
+class SemSoftRequest:
+    """One document's request: the label continuations (target delimiter included), τ values, K, embedding."""
+
+    choices: tuple[str, ...]
+    taus: tuple[float, ...]
+    top_k: int
+    label_embedding: str
+
+    def __post_init__(self):
+        validate_labels(list(self.choices))
+        if self.label_embedding not in LABEL_EMBEDDINGS:
+            raise SemSoftError(f"label_embedding={self.label_embedding!r} is unknown: choose one of {LABEL_EMBEDDINGS}")
+
+    def validate(self, vocab_size: int) -> None:
+        """τ ∈ [−1, 1) and 1 ≤ K ≤ the model's vocabulary."""
+        validate_hparams(list(self.taus), self.top_k, vocab_size)
+
+    def to_dict(self) -> dict:
+        return {"choices": list(self.choices), "tau": list(self.taus), "top_k": self.top_k,
+                "label_embedding": self.label_embedding}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SemSoftRequest:
+        """Read a request dict (as built by :meth:`to_dict`); a missing key is an error, never a default."""
+        missing = [k for k in ("choices", "tau", "top_k", "label_embedding") if k not in d]
+        if missing:
+            raise SemSoftError(f"semsoft request lacks {missing}; build it with SemSoftRequest(...).to_dict()")
+        tau = d["tau"]
+        return cls(tuple(d["choices"]), tuple(tau) if isinstance(tau, (list, tuple)) else (tau,), d["top_k"],
+                   d["label_embedding"])
+
+
+@dataclass
+class SemSoftResponse:
+    """One document's answer. ``baseline``: the constrained distribution over labels; ``semsoft``: P_sem per
+    τ (key :func:`tau_key`); ``fallback``: per τ, True when every weight was 0 and the baseline was used;
+    ``topk_mass``: Σ P(v) over the top K; ``collisions``: labels sharing a first token; ``top_tokens``: the
+    five most probable next tokens with their probabilities."""
+
+    baseline: list[float]
+    semsoft: dict[str, list[float]] = field(default_factory=dict)
+    fallback: dict[str, bool] = field(default_factory=dict)
+    topk_mass: float = float("nan")
+    collisions: list[list[str]] = field(default_factory=list)
+    top_tokens: list[list] = field(default_factory=list)
+
+    def probs(self, source: str, tau: float | None = None) -> list[float]:
+        """The baseline (``source="baseline"``) or P_sem at τ (default: the first τ computed)."""
+        if source == "baseline":
+            return self.baseline
+        if source != "semsoft":
+            raise SemSoftError(f"source={source!r} must be 'baseline' or 'semsoft'")
+        key = tau_key(tau) if tau is not None else next(iter(self.semsoft))
+        if key not in self.semsoft:
+            raise SemSoftError(f"tau={key} was not computed (have {sorted(self.semsoft)}); add it to tau_sweep")
+        return self.semsoft[key]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SemSoftResponse:
+        if not isinstance(d, dict) or "baseline" not in d:
+            raise SemSoftError(f"not a semsoft response (needs 'baseline'): {str(d)[:80]!r}")
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})

@@ -1,0 +1,119 @@
+"""The one metric table: it drives the aggregations, every packaged YAML's metric_list, the reports and the CIs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
+
+from semcal_eval import TASKS_DIR
+from semcal_eval.core import metric_table as T
+from semcal_eval.core import metrics as M
+from semcal_eval.core import records as R
+from semcal_eval.harness import aggregations as A
+from semcal_eval.harness.task_yaml import iter_task_configs
+
+
+def _cls_records(n=150, k=4, seed=0, soft=False):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 2 if soft else k)) * 2
+    P = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    if soft:
+        t = np.clip(P[:, 1] + rng.normal(0, 0.2, n), 0, 1)
+        return [R.classification_record(P[i], None, float(t[i])) for i in range(n)], P, t
+    y = rng.integers(0, k, n)
+    return [R.classification_record(P[i], int(y[i])) for i in range(n)], P, y
+
+
+def _qa_records(n=120, seed=1):
+    rng = np.random.default_rng(seed)
+    conf = rng.uniform(size=n)
+    correct = (rng.uniform(size=n) < conf).astype(int)
+    em = correct * (rng.uniform(size=n) < 0.7)
+    ent = np.clip(conf + rng.normal(0, 0.1, n), 0, 1)
+    return [R.confidence_record(conf[i], correct[i], em=em[i], conf_entropy=ent[i]) for i in range(n)], conf, correct, em, ent
+
+
+def test_every_packaged_yaml_metric_list_follows_the_table():
+    """Every metric a packaged task lists is aggregated by semcal_<metric> with the table's direction."""
+    seen = 0
+    for path, cfg in iter_task_configs(TASKS_DIR):
+        for entry in cfg.get("metric_list") or []:
+            name = entry["metric"]
+            assert name in T.HIGHER_IS_BETTER, f"{path}: {name} is not in the metric table"
+            assert entry.get("aggregation") == A.AGGREGATIONS[name], f"{path}: {name} -> {entry.get('aggregation')}"
+            assert entry.get("higher_is_better") == T.HIGHER_IS_BETTER[name], f"{path}: direction of {name}"
+            seen += 1
+    assert seen > 100  # the GoEmotions, Civil Comments and QA families were all read
+
+
+def test_registry_is_built_from_the_table():
+    assert set(A.AGGREGATIONS) == set(T.HIGHER_IS_BETTER)
+    for name in T.CI_METRICS:
+        assert {f"{name}_ci_lo", f"{name}_ci_hi"} <= set(T.HIGHER_IS_BETTER)
+
+
+def test_compute_all_matches_independent_references():
+    recs, P, y = _cls_records()
+    out = T.compute_all(recs, with_ci=False)
+    conf, pred = P.max(1), P.argmax(1)
+    correct = (pred == y).astype(float)
+    assert out["acc"] == pytest.approx(np.mean(correct))
+    assert out["nll"] == pytest.approx(log_loss(y, P, labels=range(4)), rel=1e-12)
+    assert out["brier_mc"] == pytest.approx(np.mean(np.sum((P - np.eye(4)[y]) ** 2, 1)), rel=1e-12)
+    assert out["auroc_conf"] == pytest.approx(roc_auc_score(correct, conf))
+    assert out["brier_conf"] == pytest.approx(brier_score_loss(correct, conf))
+    assert out["ece_uw15"] == M.ece(conf, correct, 15)
+    assert "soft_brier" not in out and "em" not in out  # only what applies to plain classification records
+    soft, Ps, t = _cls_records(soft=True)
+    out_s = T.compute_all(soft, with_ci=False)
+    assert out_s["soft_brier"] == pytest.approx(np.mean((Ps[:, 1] - t) ** 2))
+    assert out_s["spearman"] == pytest.approx(M.spearman(Ps[:, 1], t))
+
+
+@pytest.mark.parametrize("kind", ["cls", "soft", "qa"])
+def test_every_ci_equals_resampling_documents_and_recomputing(kind):
+    """The fast per-document-loss path and the generic path both equal a plain document bootstrap."""
+    recs = _cls_records(soft=kind == "soft")[0] if kind != "qa" else _qa_records()[0]
+    a = R.to_arrays(recs)
+    names = [n for n in T.CI_METRICS if T.METRICS[n].applies_to(a)]
+    assert len(names) >= 4
+    for name in names:
+        rng_idx = np.random.default_rng(5).integers(0, a.n, size=(60, a.n))
+        vals = []
+        for idx in rng_idx:
+            v = T.METRICS[name].fn(R.to_arrays([recs[i] for i in idx]))
+            vals.append(v)
+        vals = np.asarray(vals)
+        vals = vals[np.isfinite(vals)]
+        ref = tuple(np.quantile(vals, [0.025, 0.975]))
+        assert T.ci(name, a, n_boot=60, seed=5) == pytest.approx(ref, rel=1e-9, abs=1e-12), name
+
+
+def test_confidence_record_views():
+    recs, conf, correct, em, ent = _qa_records()
+    assert A.aggregate("acc", recs) == pytest.approx(correct.mean())
+    assert A.aggregate("em", recs) == pytest.approx(em.mean())
+    assert A.aggregate("ece_uw10_entropy", recs) == M.ece(ent, correct, 10)
+    assert A.aggregate("auroc_conf_entropy", recs) == pytest.approx(roc_auc_score(correct, ent))
+    assert A.aggregate("brier_conf_entropy", recs) == pytest.approx(np.mean((ent - correct) ** 2))
+    with pytest.raises(ValueError, match="lacks 'conf'/'conf_parsed'"):
+        A.aggregate("conf_parse_rate", recs)
+    with pytest.raises(ValueError, match="reads the confidence-record fields"):
+        T.compute("em", R.to_arrays(_cls_records()[0]))
+
+
+def test_report_columns_and_roles_name_table_metrics():
+    for cols in T.REPORT_COLUMNS.values():
+        assert set(cols) <= set(T.METRICS)
+    for roles in T.ROLES.values():
+        assert set(roles) == {"ece", "brier", "nll", "auroc", "acc"} and set(roles.values()) <= set(T.METRICS)
+
+
+def test_temperature_row():
+    recs = [R.classification_record([0.5, 0.5], 0, temperature=2.0, at_bound=False),
+            R.classification_record([0.5, 0.5], 1, temperature=4.0, at_bound=False)]
+    assert A.aggregate("temperature", recs) == 3.0
+    assert math.isnan(A.aggregate("temperature", _cls_records()[0]))
