@@ -25,9 +25,10 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # board_fixtures: synthetic runs
 
+import board_fixtures as S  # noqa: E402
 from leaderboards import db as DB  # noqa: E402
-from leaderboards import synthetic as S  # noqa: E402
 from leaderboards.recompute import validate_run  # noqa: E402
 from leaderboards.registry import load_registry  # noqa: E402
 from leaderboards.site import render  # noqa: E402

@@ -5,7 +5,7 @@
 * ECE: bincount binning vs a per-bin masked loop (same bins, same result).
 * AURC: vectorised tie-aware expected risk vs an explicit per-coverage loop (no ties in the data).
 * bootstrap CI of NLL: resampling per-document losses vs recomputing on resampled (n, K) matrices.
-* bootstrap CI of ece_uw15 and of the whole classification_report (what report.py / the
+* bootstrap CI of ece_uw15 and every metric of the table with its CIs (what report.py / the
   leaderboard pay per model x task).
 """
 
@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
+from semcal_eval.core import metric_table as T
 from semcal_eval.core import metrics as M
+from semcal_eval.core.records import classification_record, to_arrays
 
 
 def _t(fn, reps=5):
@@ -57,14 +59,14 @@ def main(n=5000):
     a = _t(lambda: M.bootstrap_ci(M.ece_uw15, conf, corr, n_boot=1000), reps=1)
     print(f"n={n}  bootstrap_ci(ece_uw15, 1000 resamples): {a:.2f} s")
     G = M.gold_matrix(y, 28)
-    fn, arrs = M.ci_inputs("nll", {"probs": P, "gold": G})
-    a = _t(lambda: M.bootstrap_ci(fn, *arrs, n_boot=200), reps=1)
+    arrays = to_arrays([classification_record(P[i], int(y[i])) for i in range(n)])
+    a = _t(lambda: T.ci("nll", arrays, n_boot=200), reps=1)
     b = _t(lambda: M.bootstrap_ci(M.nll_multiclass, P, G, n_boot=200), reps=1)
     print(f"n={n}, K=28  nll CI (200 resamples): per-doc losses {a:.3f} s, recompute {b:.2f} s, ratio {b / a:.0f}")
-    M.classification_report(P[:50], y[:50], ci=False)  # warm-up: sklearn/scipy imports
-    a = _t(lambda: M.classification_report(P, y, ci=False), reps=1)
-    b = _t(lambda: M.classification_report(P, y, ci=True), reps=1)
-    print(f"n={n}, K=28  classification_report: no CI {a:.2f} s, with CIs (1000 resamples) {b:.2f} s")
+    T.compute_all(arrays.take(np.arange(50)), with_ci=False)  # warm-up: sklearn/scipy imports
+    a = _t(lambda: T.compute_all(arrays, with_ci=False), reps=1)
+    b = _t(lambda: T.compute_all(arrays, with_ci=True), reps=1)
+    print(f"n={n}, K=28  every table metric: no CI {a:.2f} s, with CIs (1000 resamples) {b:.2f} s")
 
 
 if __name__ == "__main__":

@@ -34,14 +34,9 @@ import torch
 
 from semcal_eval.core import metrics as M
 from semcal_eval import qa
-from semcal_eval.data import load
+from semcal_eval.data import QA_FIELDS, load
 from semcal_eval.qa.judges import get_judge
-
-FIELDS = {
-    "nq_open": ("question", lambda d: d["answer"]),
-    "hotpotqa": ("question", lambda d: [d["answer"]]),
-    "triviaqa": ("question", lambda d: d["answer"]["aliases"]),
-}
+from semcal_eval.qa.task import qa_docs
 
 
 class _GreedyRowsAndLogProbs:
@@ -123,8 +118,7 @@ def auroc(conf, correct) -> float:
 
 def run(name: str, model, tok, n: int, k: int, judges: dict, seed: int, max_new: int, batch: int,
         vocab_valid, partial: dict | None = None, partial_path: str | None = None) -> dict:
-    qfield, golds = FIELDS[name]
-    docs = qa.make_process_docs(qfield, golds)(load(name, "validation"))
+    docs = qa_docs(name, load(name, "validation"))  # the QA tasks' own question/gold fields and drops
     docs = docs.select(range(min(n, len(docs))))
     rows = []
     t0 = time.perf_counter()
@@ -189,7 +183,7 @@ def table(results: list[dict]) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="semcal:qwen2.5-coder-0.5b")
-    ap.add_argument("--datasets", nargs="+", default=["nq_open", "hotpotqa"], choices=sorted(FIELDS))
+    ap.add_argument("--datasets", nargs="+", default=["nq_open", "hotpotqa"], choices=sorted(QA_FIELDS))
     ap.add_argument("--n", type=int, default=100, help="first N questions of each dev set")
     ap.add_argument("--k", type=int, default=5, help="samples per question")
     ap.add_argument("--max-new-tokens", type=int, default=16, help="answers are short; the tasks allow 32")

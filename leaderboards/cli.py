@@ -19,8 +19,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from .ingest import SubmissionError
-from .registry import RegistryError
+from .errors import REJECTED
 
 KNOWN_METHODS = ("base", "semsoft", "temperature", "csr", "rlvr", "rlcr")
 _METHOD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}$")
@@ -132,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             stats = render(db.load_entries(con), args.out)
             print(f"rendered {stats['rows']} rows, {stats['pages']} entry pages into {args.out}/index.html")
         con.close()
-    except (SubmissionError, RegistryError) as e:
+    except REJECTED as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except sqlite3.DatabaseError as e:

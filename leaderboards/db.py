@@ -17,13 +17,12 @@ import math
 import os
 import sqlite3
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from .ingest import SubmissionError
+from .errors import SubmissionError
 from .recompute import Submission
 
 SCHEMA_VERSION = 1
@@ -108,16 +107,6 @@ def connect(path: str | Path) -> sqlite3.Connection:
     return con
 
 
-def _pause_point(stage: str) -> None:
-    # Crash-safety test hook: SEMCAL_BOARD_TEST_PAUSE=<marker file> makes submit stop inside its
-    # open transaction (after the first entry row), write the marker and sleep, so a test can
-    # SIGKILL it there. Unset in normal use.
-    marker = os.environ.get("SEMCAL_BOARD_TEST_PAUSE")
-    if marker:
-        Path(marker).write_text(stage)
-        time.sleep(600)
-
-
 def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: str) -> int:
     """Store a validated submission in one transaction; return its id. Duplicate → SubmissionError."""
     dup = con.execute(
@@ -143,7 +132,7 @@ def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: st
             ),
         )
         sid = cur.lastrowid
-        for i, e in enumerate(sub.entries):
+        for e in sub.entries:
             con.execute(
                 "INSERT INTO entries (submission_id, task, task_version, filter, kind, is_reference, n_docs, "
                 "n_original, doc_set_hash, reported, board, conf, correct, degenerate) "
@@ -155,8 +144,6 @@ def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: st
                     e.degenerate,
                 ),
             )
-            if i == 0:
-                _pause_point("inside-transaction")
         con.execute("COMMIT")
     except sqlite3.IntegrityError as e:
         con.execute("ROLLBACK")

@@ -22,6 +22,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+#: The ranked board columns, main first: ECE (the main metric) and Brier (a proper score beside it).
+RANKED = ("ece", "brier")
+
 
 def _rank(values: list[float]) -> list[int]:
     """Competition ranks ("1224"), ascending, NaN last."""
@@ -69,7 +72,7 @@ def rank_entries(entries: list[dict]) -> list[dict]:
         by_task[e["task"]].append(e)
         kept.append(e)
     for rows in by_task.values():
-        for col in ("ece", "brier"):
+        for col in RANKED:
             for e, r in zip(rows, _rank([e["board"][col] for e in rows])):
                 e[f"{col}_rank"] = r
     kept.sort(key=lambda e: (e["task"], e["is_reference"], e.get("ece_rank") or 0, e["entry_id"]))

@@ -1,6 +1,7 @@
 """Validate one lm-eval run and recompute every metric from its per-document logs.
 
-Checks, in order (each failure raises :class:`SubmissionError` naming file, task, filter or metric):
+The run folder is read by :mod:`semcal_eval.runs` (unreadable files raise its ``RunError``). Checks, in order
+(each failure raises :class:`~leaderboards.errors.SubmissionError` naming file, task, filter or metric):
 
 1. every task in ``results`` is a known semcal task (:mod:`leaderboards.registry`) at the version its
    YAML declares;
@@ -13,17 +14,19 @@ Checks, in order (each failure raises :class:`SubmissionError` naming file, task
    never from the submitted ``configs``) applied to the logged items, within
    ``|reported - recomputed| <= ATOL + RTOL * |recomputed|`` (both NaN counts as equal);
    every metric a sample row names must be reported;
-5. the Contract 1 items are well formed (the metric functions reject NaN/inf, out-of-range values and
-   probability rows that do not sum to 1).
+5. the per-document records are well formed: :func:`semcal_eval.core.records.check_record` per line (naming
+   file and line; NaN/inf and out-of-range values), then :func:`~semcal_eval.core.records.to_arrays`
+   (probability rows that do not sum to 1) — raising ``RecordError``.
 
-Board metrics (ECE, Brier, NLL, AUROC, accuracy and bootstrap CIs) are then computed with
-:func:`semcal_eval.core.metrics.classification_report` / :func:`semcal_eval.core.metrics.confidence_report`.
+The board's columns are the headline roles of the record kind in the one metric table
+(:data:`semcal_eval.core.metric_table.ROLES`: ece, brier, nll, auroc, acc), computed by
+:func:`~semcal_eval.core.metric_table.compute_all` with the table's bootstrap (``CI_N_BOOT`` resamples, seed
+``CI_SEED``) for every role but AUROC.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import warnings
@@ -32,25 +35,31 @@ from pathlib import Path
 
 import numpy as np
 
-from .ingest import SubmissionError, find_results, locate_run, read_results, read_samples
+from semcal_eval.core import metric_table as T
+from semcal_eval.core.records import canonical, check_record, to_arrays
+from semcal_eval.runs import find_results, locate_run, read_results, read_samples
+
+from .errors import SubmissionError
 from .registry import REFERENCE_FILTERS, TaskSpec, load_registry, normalise_version
 
 #: Tolerance for reported vs recomputed aggregates. The recomputation runs the same aggregation
 #: on the same logged items, so only float formatting/summation order can differ.
 ATOL = 1e-9
 RTOL = 1e-6
-#: Bootstrap resamples for the board's 95% CIs (percentile bootstrap, seed 0).
-BOARD_N_BOOT = 200
-BOARD_CI_SEED = 0
 #: Degenerate confidence: std below this, or at least this share of documents in one ECE bin.
 DEGENERATE_STD = 1e-3
 DEGENERATE_BIN_SHARE = 0.95
 
-# Board columns: (column, key in the classification report, key in the confidence report)
 _FILTER_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
-BOARD_COLUMNS = ("ece", "brier", "nll", "auroc", "acc")
-_CLS_KEYS = {"ece": "ece_uw15", "brier": "brier_mc", "nll": "nll", "auroc": "auroc_conf", "acc": "acc"}
-_QA_KEYS = {"ece": "ece_uw10", "brier": "brier_conf", "nll": "nll_conf", "auroc": "auroc_conf", "acc": "acc"}
+#: Roles without a bootstrap CI on the board: AUROC has no per-document loss, so its CI would be
+#: CI_N_BOOT sklearn calls per row, dominating the submit time.
+NO_CI_ROLES = ("auroc",)
+#: Table metrics stored with a row besides its role columns (in board.json, not shown as columns), where they
+#: apply to the record kind.
+BOARD_EXTRAS = ("macro_f1", "auroc_class", "brier_conf", "soft_brier", "soft_ece", "soft_nll")
+#: Where the board's records come from: the first of these metrics a row reports (each kind's headline ECE,
+#: then accuracy), else its first metric.
+MAIN_METRICS = tuple(dict.fromkeys([roles["ece"] for roles in T.ROLES.values()] + ["acc"]))
 
 
 @dataclass
@@ -120,93 +129,32 @@ def _expected_effective(limit, original: int) -> int:
     return min(n, original)
 
 
-def _canonical(obj) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode()
-
-
-def _item_kind(item, where: str) -> str:
-    if isinstance(item, dict) and "probs" in item:
-        return "classification"
-    if isinstance(item, dict) and "conf" in item and "correct" in item:
-        return "confidence"
-    raise SubmissionError(
-        f"{where}: value is not a semcal per-document item (Contract 1: {{probs, gold, soft}} or "
-        f"{{conf, correct}}), got {str(item)[:80]!r}"
-    )
-
-
-def _check_item(kind: str, item, where: str) -> None:
-    """Structural check of one Contract 1 item, so a bad value is reported with its file and line."""
-    if not isinstance(item, dict):
-        raise SubmissionError(f"{where}: item is {type(item).__name__}, expected an object")
-    if kind == "classification":
-        probs = item.get("probs")
-        if not isinstance(probs, list) or not probs or not all(
-            isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) for p in probs
-        ):
-            raise SubmissionError(f"{where}: 'probs' must be a list of finite numbers, got {str(probs)[:80]}")
-        soft = item.get("soft")
-        if soft is not None and not (isinstance(soft, (int, float)) and 0.0 <= soft <= 1.0):
-            raise SubmissionError(f"{where}: 'soft' must be null or a number in [0, 1], got {soft!r}")
-    else:
-        c, y = item.get("conf"), item.get("correct")
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or not (0.0 <= c <= 1.0):
-            raise SubmissionError(f"{where}: confidence {c!r} is not a number in [0, 1] (NaN is not allowed)")
-        if y not in (0, 1) or isinstance(y, float) and not float(y).is_integer():
-            raise SubmissionError(f"{where}: 'correct' must be 0 or 1, got {y!r}")
-
-
 def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.ndarray, np.ndarray]:
-    """Board columns for one filter's items, plus (conf, correct) for the reliability diagram.
+    """Board columns for one filter's records, plus (conf, correct) for the reliability diagram.
 
-    Classification (Contract 1 ``{probs, gold, soft}``): ECE = 15-bin equal-width top-label ECE,
-    Brier = multiclass Brier sum_k (p_k - t_k)^2, NLL = -log p_gold, AUROC = AUROC of the top-label
-    confidence for correct vs wrong. Confidence items (QA ``{conf, correct}``): ECE = 10-bin ECE,
-    Brier = mean (conf - correct)^2, NLL = binary cross-entropy, AUROC as above.
+    Column ``role`` is metric ``metric_table.ROLES[kind][role]`` of the table: for classification records
+    ``{probs, gold, soft}`` ECE = 15-bin equal-width top-label ECE, Brier = multiclass Brier
+    sum_k (p_k - t_k)^2, NLL = -log p_gold; for confidence records (QA ``{conf, correct}``) ECE = 10-bin ECE,
+    Brier = mean (conf - correct)^2, NLL = binary cross-entropy; AUROC of the confidence for correct vs wrong
+    and accuracy for both. ``<role>_ci_lo/_ci_hi``: the table's percentile bootstrap (every role but
+    :data:`NO_CI_ROLES`); ``n_bins``: the headline ECE's bins (:data:`metric_table.ROLE_BINS`).
     """
-    from semcal_eval.core import metrics as M
-    from semcal_eval.harness.aggregations import items_to_arrays
-
+    roles = T.ROLES[kind]
+    ci_names = [m for role, m in roles.items() if role not in NO_CI_ROLES]
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", M.SemcalMetricWarning)
-            A = items_to_arrays(items)  # the same items -> arrays step the aggregations use
-            conf, correct = A["conf"], A["correct"]
-            if kind == "classification":
-                P, G = A["probs"], A["gold"]
-                rep = M.classification_report(P, G, A["t"], ci=False)
-                keys, n_bins = _CLS_KEYS, 15
-                ci_fns = {
-                    "ece_uw15": (M.ece_uw15, (conf, correct)),
-                    "brier_mc": (M.brier_multiclass, (P, G)),
-                    "nll": (M.nll_multiclass, (P, G)),
-                    "acc": (lambda y: M.accuracy(y), (correct,)),
-                }
-            else:
-                rep = M.confidence_report(conf, correct, ci=False)
-                keys, n_bins = _QA_KEYS, 10
-                ci_fns = {
-                    "ece_uw10": (M.ece_uw10, (conf, correct)),
-                    "brier_conf": (M.brier_confidence, (conf, correct)),
-                    "nll_conf": (M.nll_confidence, (conf, correct)),
-                    "acc": (lambda y: M.accuracy(y), (correct,)),
-                }
-            # AUROC gets no CI: 200 sklearn calls per row would dominate the submit time.
-            for key, (fn, arrays) in ci_fns.items():
-                rep[f"{key}_ci_lo"], rep[f"{key}_ci_hi"] = M.bootstrap_ci(
-                    fn, *arrays, n_boot=BOARD_N_BOOT, seed=BOARD_CI_SEED
-                )
+        a = to_arrays(items)
+        vals = T.compute_all(a, [*roles.values(), *BOARD_EXTRAS], ci_names=ci_names)
     except (ValueError, TypeError, KeyError) as e:
         raise SubmissionError(f"{where}: {e}") from e
-    out: dict = {"n_bins": n_bins}
-    for col, key in keys.items():
-        out[col] = float(rep[key])
-        if f"{key}_ci_lo" in rep:
-            out[f"{col}_ci_lo"], out[f"{col}_ci_hi"] = float(rep[f"{key}_ci_lo"]), float(rep[f"{key}_ci_hi"])
-    for extra in ("macro_f1", "auroc_class", "brier_conf", "soft_brier", "soft_ece", "soft_nll"):
-        if extra in rep and extra not in keys.values():
-            out[extra] = float(rep[extra])
-    return out, np.asarray(conf, dtype=np.float64), np.asarray(correct, dtype=np.float64)
+    out: dict = {"n_bins": T.ROLE_BINS[kind]}
+    for role, m in roles.items():
+        out[role] = vals[m]
+        if f"{m}_ci_lo" in vals:
+            out[f"{role}_ci_lo"], out[f"{role}_ci_hi"] = vals[f"{m}_ci_lo"], vals[f"{m}_ci_hi"]
+    for extra in BOARD_EXTRAS:
+        if extra in vals and extra not in roles.values():
+            out[extra] = vals[extra]
+    return out, np.asarray(a.conf, dtype=np.float64), np.asarray(a.correct, dtype=np.float64)
 
 
 def degenerate_reason(conf: np.ndarray, n_bins: int) -> str:
@@ -233,7 +181,13 @@ def _num(v, where: str) -> float:
 
 
 def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) -> Submission:
-    """Read, validate and recompute an lm-eval run; return a :class:`Submission` or raise SubmissionError."""
+    """Read, validate and recompute an lm-eval run; return a :class:`Submission`.
+
+    Raises :class:`~leaderboards.errors.SubmissionError` (refused by the board),
+    :class:`semcal_eval.runs.RunError` (unreadable run folder) or
+    :class:`semcal_eval.core.records.RecordError` (a malformed per-document record, naming file and line);
+    all are ValueErrors, listed together in :data:`leaderboards.errors.REJECTED`.
+    """
     registry = load_registry(tasks_dir)
     results_path = find_results(output_dir)
     results = read_results(results_path)
@@ -258,7 +212,7 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) ->
         raise SubmissionError(f"{results_path}: config.limit {limit!r} is not a positive number")
 
     hasher = hashlib.sha256()
-    hasher.update(_canonical({k: results.get(k) for k in ("results", "versions", "n-samples")}))
+    hasher.update(canonical({k: results.get(k) for k in ("results", "versions", "n-samples")}))
     entries: list[Entry] = []
     for task in tasks:
         spec = registry[task]
@@ -322,7 +276,7 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) ->
             if doc_ids_ref is None:
                 doc_ids_ref = ids
         doc_set_hash = hashlib.sha256(
-            _canonical([[r["doc_id"], r.get("doc_hash")] for r in next(iter(sorted(by_filter.items())))[1]])
+            canonical([[r["doc_id"], r.get("doc_hash")] for r in next(iter(sorted(by_filter.items())))[1]])
         ).hexdigest()
 
         # reported metrics of this task, keyed by filter
@@ -360,15 +314,18 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) ->
             # The board's columns come from the item under the main ECE metric. Contract 1 logs the same item
             # under every metric name, but a task may log a variant under a metric of its own (QA tasks put
             # exact-match correctness under "em"); each metric is recomputed from its own items below.
-            first = next((m for m in ("ece_uw15", "ece_uw10", "acc") if m in metrics_here), metrics_here[0])
+            first = next((m for m in MAIN_METRICS if m in metrics_here), metrics_here[0])
             for r in frows:
                 for metric in metrics_here:
                     if metric not in r:
                         raise SubmissionError(f"{sp}:{r['_line']}: row for filter {f} lacks metric {metric}")
             main_items = [r[first] for r in frows]
-            kind = _item_kind(main_items[0], f"{sp}:{frows[0]['_line']} metric {first}")
+            kind = check_record(main_items[0], f"{sp}:{frows[0]['_line']} metric {first}")
             for r, it in zip(frows, main_items):
-                _check_item(kind, it, f"{sp}:{r['_line']} metric {first}")
+                where = f"{sp}:{r['_line']} metric {first}"
+                if check_record(it, where) != kind:
+                    raise SubmissionError(f"{where}: a {kind} record was expected (the first row's kind), "
+                                          "records of one filter must be one kind")
             for metric in metrics_here:
                 items = main_items if metric == first else [r[metric] for r in frows]
                 agg = _aggregation(spec, metric)
@@ -407,7 +364,7 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None) ->
             hasher.update(f"\x00{task}\x00{f}\x00".encode())
             for r, it in zip(frows, main_items):
                 variants = {m: r[m] for m in metrics_here if r[m] is not it and r[m] != it}
-                hasher.update(_canonical([r["doc_id"], r.get("doc_hash"), r.get("prompt_hash"), r.get("target_hash"),
+                hasher.update(canonical([r["doc_id"], r.get("doc_hash"), r.get("prompt_hash"), r.get("target_hash"),
                                           it, variants]))
                 hasher.update(b"\n")
 

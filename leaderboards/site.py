@@ -20,15 +20,25 @@ from pathlib import Path
 
 import numpy as np
 
-from .ranking import overall, rank_entries
+from semcal_eval.core import metric_table as T
+from semcal_eval.core.records import CLASSIFICATION, CONFIDENCE
+
+from .ranking import RANKED, overall, rank_entries
+from .recompute import NO_CI_ROLES
 
 _STATIC = Path(__file__).resolve().parent / "static"
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "base-uri 'none'; form-action 'none'"
 )
-COLUMNS = ("ece", "brier", "nll", "auroc", "acc")
-_LABEL = {"ece": "ECE", "brier": "Brier", "nll": "NLL", "auroc": "AUROC", "acc": "Acc"}
+#: The board's metric columns: the headline roles of the metric table (the same for every record kind; which
+#: metric fills a role depends on the kind, see :data:`semcal_eval.core.metric_table.ROLES`).
+COLUMNS: tuple[str, ...] = tuple(T.ROLES[CLASSIFICATION])
+_LABEL = {"ece": "ECE", "brier": "Brier", "nll": "NLL", "auroc": "AUROC", "acc": "Acc"}  # display names
+
+
+def _label(col: str) -> str:
+    return _LABEL.get(col, col.upper())
 
 
 def e(s) -> str:
@@ -116,7 +126,7 @@ def _row_cells(r: dict, prefix: str = "") -> str:
             + (f"<span class=\"ci\">{ci}</span>" if ci else "")
             + "</td>"
         )
-        if col in ("ece", "brier"):
+        if col in RANKED:
             rk = r.get(f"{col}_rank")
             cells.append(f"<td class=\"num\" data-v=\"{_num_attr(rk)}\">{'' if rk is None else rk}</td>")
     flags = _flags(r)
@@ -128,9 +138,9 @@ def _header() -> str:
     heads = [("task", "Task", "str"), ("model", "Model", "str"), ("method", "Method", "str"),
              ("filter", "Scoring", "str"), ("n", "Docs", "num")]
     for col in COLUMNS:
-        heads.append((col, _LABEL[col] + (" (main)" if col == "ece" else ""), "num"))
-        if col in ("ece", "brier"):
-            heads.append((f"{col}_rank", f"{_LABEL[col]} rank", "num"))
+        heads.append((col, _label(col) + (" (main)" if col == RANKED[0] else ""), "num"))
+        if col in RANKED:
+            heads.append((f"{col}_rank", f"{_label(col)} rank", "num"))
     heads.append(("flags", "Flags", "str"))
     return "".join(
         f"<th data-key=\"{k}\" data-type=\"{t}\" aria-sort=\"none\"><button type=\"button\">{lab}</button></th>"
@@ -154,8 +164,8 @@ def _index(rows: list[dict], groups: list[dict], generated: str) -> str:
         for i, g in enumerate(groups, 1)
     )
     body = f"""<header><h1>semcal calibration leaderboard</h1>
-<p>Every number is recomputed from the submitted per-document logs. ECE is the main column (15 equal-width
-bins for classification, 10 for QA); Brier and NLL are proper scores, which a constant predictor cannot
+<p>Every number is recomputed from the submitted per-document logs. ECE is the main column ({T.ROLE_BINS[CLASSIFICATION]} equal-width
+bins for classification, {T.ROLE_BINS[CONFIDENCE]} for QA); Brier and NLL are proper scores, which a constant predictor cannot
 game: rows that do not beat the class-prior reference on Brier are flagged, and so is degenerate
 confidence (std &asymp; 0, or &ge; 95% of documents in one bin). Brackets are 95% bootstrap CIs.
 Generated {e(generated)}. Exports: <a href="leaderboard.csv">CSV</a>, <a href="leaderboard.md">Markdown</a>,
@@ -248,19 +258,24 @@ def _is_number(s: str) -> bool:
         return False
 
 
+def _board_fields(col: str) -> list[str]:
+    """A column's stored values: the metric and, for roles with one, its CI bounds."""
+    return [col] if col in NO_CI_ROLES else [col, f"{col}_ci_lo", f"{col}_ci_hi"]
+
+
+_BOARD_FIELDS = [k for col in COLUMNS for k in _board_fields(col)]
+_RANK_FIELDS = [f"{col}_rank" for col in RANKED]
+# per column: value, CI bounds, rank (ranked columns)
 _EXPORT_FIELDS = ["task", "model_name", "method", "filter", "is_reference", "n_docs", "n_original", "limit",
-                  "ece", "ece_ci_lo", "ece_ci_hi", "ece_rank", "brier", "brier_ci_lo", "brier_ci_hi", "brier_rank",
-                  "nll", "auroc", "acc", "acc_ci_lo", "acc_ci_hi", "beats_prior", "prior_brier", "degenerate",
-                  "content_hash"]
+                  *[k for col in COLUMNS for k in _board_fields(col) + ([f"{col}_rank"] if col in RANKED else [])],
+                  "beats_prior", "prior_brier", "degenerate", "content_hash"]
 
 
 def _flat(r: dict) -> dict:
     b = r["board"]
     d = {k: r.get(k) for k in ("task", "model_name", "method", "filter", "is_reference", "n_docs", "n_original",
-                               "limit", "ece_rank", "brier_rank", "beats_prior", "prior_brier", "degenerate",
-                               "content_hash")}
-    for k in ("ece", "ece_ci_lo", "ece_ci_hi", "brier", "brier_ci_lo", "brier_ci_hi", "nll", "auroc", "acc",
-              "acc_ci_lo", "acc_ci_hi"):
+                               "limit", *_RANK_FIELDS, "beats_prior", "prior_brier", "degenerate", "content_hash")}
+    for k in _BOARD_FIELDS:
         d[k] = b.get(k)
     return d
 
@@ -271,20 +286,25 @@ def _md_cell(s) -> str:
 
 
 def _markdown(rows: list[dict], groups: list[dict]) -> str:
+    heads = ["model", "method", "scoring", "docs"]
+    for col in COLUMNS:
+        heads += [_label(col)] + ([f"{_label(col)} rank"] if col in RANKED else [])
+    heads.append("flags")
     out = ["# semcal calibration leaderboard", "",
-           "Recomputed from per-document logs. ECE main (15 bins classification, 10 QA); rank by ECE and by Brier.", ""]
+           f"Recomputed from per-document logs. ECE main ({T.ROLE_BINS[CLASSIFICATION]} bins classification, "
+           f"{T.ROLE_BINS[CONFIDENCE]} QA); rank by ECE and by Brier.", ""]
     for task in sorted({r["task"] for r in rows}):
-        out += [f"## {_md_cell(task)}", "",
-                "| model | method | scoring | docs | ECE | ECE rank | Brier | Brier rank | NLL | AUROC | Acc | flags |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [f"## {_md_cell(task)}", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
         for r in (x for x in rows if x["task"] == task):
             b = r["board"]
             model, method = ("reference predictor", "-") if r["is_reference"] else (r["model_name"], r["method"])
-            out.append("| " + " | ".join([
-                _md_cell(model), _md_cell(method), _md_cell(r["filter"]), _md_cell(_coverage(r)),
-                _fmt(b["ece"]), str(r.get("ece_rank") or ""), _fmt(b["brier"]), str(r.get("brier_rank") or ""),
-                _fmt(b["nll"]), _fmt(b["auroc"]), _fmt(b["acc"]), _md_cell("; ".join(_flags(r))),
-            ]) + " |")
+            cells = [_md_cell(model), _md_cell(method), _md_cell(r["filter"]), _md_cell(_coverage(r))]
+            for col in COLUMNS:
+                cells.append(_fmt(b.get(col)))
+                if col in RANKED:
+                    cells.append(str(r.get(f"{col}_rank") or ""))
+            cells.append(_md_cell("; ".join(_flags(r))))
+            out.append("| " + " | ".join(cells) + " |")
         out.append("")
     out += ["## Overall", "", "| # | model | method | scoring | tasks | mean Brier rank | mean ECE rank |",
             "|---|---|---|---|---|---|---|"]

@@ -308,6 +308,34 @@ def test_unknown_dataset_lists_known_names():
     assert D.get_spec("Trivia_QA").name == "triviaqa"
 
 
+def test_qa_fields_read_the_hub_schema():
+    """The QA field table (question field, golds, unanswerable markers) names fields of the loader's schema."""
+    for name, f in D.QA_FIELDS.items():
+        assert name in D.SPECS and f.question in D.HUB_FEATURES[name], name
+    ds = D.load("msmarco", "validation", data_dir=FIXTURES)
+    assert [D.qa_question("msmarco", r) for r in ds][:1] == ["how long to bake synthetic muffins"]
+    assert [D.qa_golds("msmarco", r) for r in ds] == [
+        ["About 12 minutes at 180 C."], ["A made-up river in a test fixture."], ["Blue", "Light blue"], []
+    ]
+    assert D.qa_golds("msmarco", {"query": "q", "answers": ["No Answer Present.", "Yes"]}) == ["Yes"]
+    with pytest.raises(ValueError, match=r"choose one of \['hotpotqa', 'msmarco', 'nq_open', 'triviaqa'\]"):
+        D.qa_fields("goemotions")
+
+
+def test_generic_loader_names_no_dataset():
+    """Dataset-specific steps are hooks on the spec rows, never `if spec.name == ...` in the loader."""
+    import importlib
+    import inspect
+    import re
+
+    names = "|".join(D.SPECS)
+    branch = re.compile(rf"(==|!=|\bin)\s*[(\[{{]?\s*['\"]({names})['\"]")
+    for mod in ("load", "local", "required", "source"):
+        src = inspect.getsource(importlib.import_module(f"semcal_eval.data.{mod}"))
+        assert "spec.name ==" not in src and not branch.search(src), mod
+    assert branch.search('if spec.name == "goemotions":') and branch.search("if name in ('msmarco', 'x'):")
+
+
 @pytest.mark.parametrize(
     "band", [(0.8, 0.2), (0.5, 0.5), (-0.1, 0.5), (0.2, 1.1), (float("nan"), 0.5), (0.1,), "ab", None, (0.1, "x")]
 )

@@ -21,9 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leaderboards import synthetic as S
 from leaderboards.cli import main
 from leaderboards.registry import load_registry
+
+import board_fixtures as S  # tests/board_fixtures.py: synthetic runs (tests/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 CLS = "semcal_synth_cls"
@@ -310,7 +311,7 @@ def test_size_limits(env, capsys, monkeypatch):
     monkeypatch.setenv("SEMCAL_BOARD_MAX_SAMPLES_BYTES", "10000")
     assert submit(path) == 2
     err = capsys.readouterr().err
-    assert "exceeds the board's limit of 10000 bytes (SEMCAL_BOARD_MAX_SAMPLES_BYTES)" in err
+    assert "exceeds the limit of 10000 bytes (SEMCAL_BOARD_MAX_SAMPLES_BYTES)" in err
     monkeypatch.delenv("SEMCAL_BOARD_MAX_SAMPLES_BYTES")
     monkeypatch.setenv("SEMCAL_BOARD_MAX_LINE_BYTES", "500")
     assert submit(path) == 2
@@ -397,6 +398,60 @@ def test_ranking_flags_and_overall(env):
     assert "not better than class prior on Brier" in index
 
 
+def test_board_columns_come_from_the_metric_table():
+    """Columns = the table's ROLES of the record kind, values = compute(), CIs = ci() with the table's one
+    bootstrap setting (CI_N_BOOT, CI_SEED), n_bins = ROLE_BINS; the site shows the same roles."""
+    from semcal_eval.core import metric_table as T
+    from semcal_eval.core.records import to_arrays
+
+    from leaderboards.recompute import NO_CI_ROLES, board_metrics
+    from leaderboards.site import COLUMNS
+
+    for kind, items in (("classification", S.cls_items(150, seed=2)), ("confidence", S.qa_items(150, seed=2))):
+        assert tuple(T.ROLES[kind]) == COLUMNS
+        b, conf, correct = board_metrics(kind, items, "test")
+        a = to_arrays(items)
+        np.testing.assert_array_equal(conf, a.conf)
+        np.testing.assert_array_equal(correct, a.correct)
+        assert b["n_bins"] == T.ROLE_BINS[kind]
+        for role, name in T.ROLES[kind].items():
+            assert b[role] == T.compute(name, a), (kind, role)
+            if role in NO_CI_ROLES:
+                assert f"{role}_ci_lo" not in b
+            else:
+                assert (b[f"{role}_ci_lo"], b[f"{role}_ci_hi"]) == T.ci(name, a, T.CI_N_BOOT, T.CI_SEED), (kind, role)
+
+
+def test_mixed_record_kinds_rejected(env, capsys):
+    path = run_cls(env)
+    _, samp = files(path)
+    lines = samp.read_text().splitlines()
+    row = json.loads(lines[3])
+    for m in row["metrics"]:
+        row[m] = {"conf": 0.5, "correct": 1}
+    lines[3] = json.dumps(row)
+    samp.write_text("\n".join(lines) + "\n")
+    assert submit(path) == 2
+    err = capsys.readouterr().err
+    assert f"{samp}:4 metric ece_uw15" in err and "must be one kind" in err
+
+
+def test_run_reader_is_the_library_s():
+    """The board reads runs with semcal_eval.runs (RunError), and the library never imports the board."""
+    from semcal_eval.runs import RunError, find_results
+
+    from leaderboards.errors import REJECTED
+
+    assert RunError in REJECTED
+    with pytest.raises(RunError, match="does not exist"):
+        find_results(REPO / "no-such-run")
+    code = ("import sys, semcal_eval.report, semcal_eval.runs, semcal_eval.core.metric_table; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'leaderboards'); assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_degenerate_one_bin():
     from leaderboards.recompute import degenerate_reason
 
@@ -451,11 +506,11 @@ def test_killed_submit_leaves_db_unchanged(env, tmp_path):
 
     second = run_cls(env, "second", n=100, seed=2)
     marker = tmp_path / "paused"
-    proc_env = {**os.environ, "SEMCAL_BOARD_TEST_PAUSE": str(marker),
-                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    # a tests-only wrapper around `board submit` that stops inside the open transaction (after the first entry row)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "leaderboards.cli", "submit", str(second), "--model-name", "killed",
-         "--method", "base", "--db", str(env["db"])],
+        [sys.executable, S.__file__, "paused-submit", str(marker), "--", "submit", str(second),
+         "--model-name", "killed", "--method", "base", "--db", str(env["db"])],
         env=proc_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     deadline = time.time() + 120

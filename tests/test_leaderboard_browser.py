@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from leaderboards import synthetic as S
 from leaderboards.cli import main
 from leaderboards.registry import load_registry
+
+import board_fixtures as S  # tests/board_fixtures.py: synthetic runs (tests/ is on sys.path)
 
 pytestmark = pytest.mark.browser
 

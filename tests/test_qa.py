@@ -1,9 +1,14 @@
-"""qa.py: SQuAD scoring, clustering, semantic entropy, confidences and the verbalised-confidence parser,
-against references computed by hand."""
+"""semcal_eval.qa (answers, agreement, verbalized, prompts): SQuAD scoring, clustering, semantic entropy,
+confidences and the verbalised-confidence parser, against references computed by hand; and the package's
+import boundaries (no lm-eval for the trainers, no cycle between the qa modules)."""
 
 from __future__ import annotations
 
+import ast
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -264,3 +269,41 @@ def test_score_question_empty_greedy_and_judge_correctness():
         score_question(Q, "x", ["x", "y"], [""], F1Judge())
     one = score_question(Q, "x", ["x"], ["x"], F1Judge())  # K = 1: share defined, entropy not
     assert one["conf"] == 1.0 and one["conf_entropy"] is None
+
+
+# ---------------------------------------------------------------- import boundaries
+
+QA_DIR = Path(__file__).resolve().parents[1] / "semcal_eval" / "qa"
+
+
+def test_pure_api_does_not_import_lm_eval():
+    """The trainers import the pure QA API (and the prompts) without lm-eval: a fresh interpreter checks it."""
+    code = "import sys, trainers.rewards, trainers.data; assert 'lm_eval' not in sys.modules, 'lm_eval imported'"
+    run = subprocess.run([sys.executable, "-c", code], cwd=QA_DIR.parents[1], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def _qa_imports(module: str) -> set[str]:
+    """The semcal_eval.qa modules that ``module`` imports at run time (TYPE_CHECKING blocks excluded)."""
+    tree = ast.parse((QA_DIR / f"{module}.py").read_text())
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", None) == "TYPE_CHECKING" for n in ast.walk(node)}
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and id(node) not in typing_only:
+            if node.level == 1:
+                out.add(node.module)
+            elif (node.module or "").startswith("semcal_eval.qa."):
+                out.add(node.module.rsplit(".", 1)[1])
+    return out
+
+
+def test_qa_modules_depend_downward_only():
+    """answers <- judges, agreement, verbalized; task on top; nothing imports task or forms a cycle."""
+    assert _qa_imports("answers") == set()
+    assert _qa_imports("prompts") == set()
+    assert _qa_imports("judges") == {"answers"}
+    assert _qa_imports("verbalized") == {"answers"}
+    assert _qa_imports("agreement") == {"answers"}
+    assert "task" not in _qa_imports("__init__")
+    assert not (QA_DIR / "_legacy.py").exists()

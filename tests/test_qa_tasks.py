@@ -1,5 +1,6 @@
-"""The QA task family (tasks/{nq_open,triviaqa,hotpotqa,msmarco}): task construction through lm-eval's own
-TaskManager, requests, filters, the --gen_kwargs guard, and real end-to-end runs with SmolLM2."""
+"""The QA task family (tasks/{nq_open,triviaqa,hotpotqa,msmarco} on the shared template tasks/qa_common):
+task construction through lm-eval's own TaskManager, data, requests, filters, the one per-document record,
+the --gen_kwargs guard, and real end-to-end runs with SmolLM2."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from semcal_eval import TASKS_DIR
-from semcal_eval.qa import QA_DEFAULTS, conf_cluster_share, conf_entropy, qa_settings
+from semcal_eval.qa import conf_cluster_share, conf_entropy
+from semcal_eval.qa.task import QA_DEFAULTS, qa_settings
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DATASETS = ("nq_open", "triviaqa", "hotpotqa", "msmarco")
@@ -46,6 +48,47 @@ def test_task_names_registered_without_clashing_with_lm_eval():
             assert f"{ds}_{v}" in names
     # lm-eval's own tasks of the same datasets are still there, untouched
     assert {"nq_open", "triviaqa"} <= names
+    # the QA tasks come from the family folders; the template folder holds no task (its files are not *.yaml)
+    qa = {n: e.yaml_path for n, e in tm.task_index.items() if e.yaml_path and "qa_common" in str(e.yaml_path)}
+    assert qa == {}
+    for ds in DATASETS:
+        assert tm.task_index[f"{ds}_semagree"].yaml_path.parent.name == ds
+
+
+VARIANTS = ("semagree", "semagree_judges", "verbalized")
+
+
+def test_families_differ_only_by_dataset():
+    """The 12 QA tasks are one template per variant; a family file names only its task and its dataset."""
+    from semcal_eval.harness.task_yaml import load_task_yaml
+
+    for v in VARIANTS:
+        merged = {}
+        for ds in DATASETS:
+            path = TASKS_DIR / ds / f"{ds}_{v}.yaml"
+            own = yaml_keys(path)
+            assert own == {"include", "task", "dataset_kwargs"}, (path, own)
+            cfg = load_task_yaml(path)
+            assert cfg.pop("task") == f"{ds}_{v}" and cfg.pop("dataset_kwargs") == {"qa_dataset": ds}
+            merged[ds] = cfg
+        assert all(merged[ds] == merged["nq_open"] for ds in DATASETS), v
+        assert merged["nq_open"]["class"] == "!function utils.QATask"
+
+
+def yaml_keys(path: Path) -> set[str]:
+    import yaml
+
+    return set(yaml.safe_load(path.read_text()))
+
+
+def test_metric_lists_follow_the_metric_table():
+    """Every metric_list entry is {metric: X, aggregation: semcal_X, higher_is_better: the table's value}."""
+    from semcal_eval.harness.aggregations import metric_list
+    from semcal_eval.harness.task_yaml import load_task_yaml
+
+    for v in VARIANTS:
+        ml = load_task_yaml(TASKS_DIR / "nq_open" / f"nq_open_{v}.yaml")["metric_list"]
+        assert ml == metric_list([e["metric"] for e in ml]), v
 
 
 @pytest.mark.parametrize("ds", DATASETS)
@@ -69,19 +112,32 @@ def test_each_dataset_builds_requests(data_dir, ds):
 
 def test_msmarco_fixture_drops_unanswerable_with_warning(caplog):
     from semcal_eval.data import load
-    from semcal_eval.qa import make_process_docs
+    from semcal_eval.qa.task import qa_docs
 
     ds = load("msmarco", "validation", data_dir=FIXTURES)
-    process_docs = make_process_docs("query", lambda d: d["answers"], unanswerable=("No Answer Present.",))
     with caplog.at_level(logging.WARNING, logger="semcal_eval.qa"):
-        kept = process_docs(ds)
+        kept = qa_docs("msmarco", ds)
     n_bad = sum(1 for d in ds if not [a for a in d["answers"] if a.strip() and a != "No Answer Present."])
     assert n_bad >= 1 and len(kept) == len(ds) - n_bad
     assert ["Blue", "Light blue"] in kept["qa_golds"] and all(kept["qa_golds"])
     assert any(f"dropped {n_bad} of {len(ds)}" in r.message for r in caplog.records)
-    assert process_docs(ds) is kept  # memoised: lm-eval calls process_docs on every eval_docs access
     task = _task("msmarco_semagree", **_meta("msmarco"))
     assert list(task.eval_docs["qa_golds"]) == list(kept["qa_golds"])
+
+
+def test_qa_docs_none_left_and_unnamed_dataset_raise_clear_errors():
+    from datasets import Dataset
+
+    from semcal_eval.qa import EmptyGoldError
+    from semcal_eval.qa.task import load, qa_docs
+
+    rows = Dataset.from_list([{"query": "q1", "answers": ["No Answer Present."]}, {"query": "q2", "answers": [""]}])
+    with pytest.raises(EmptyGoldError, match="none of the 2 questions"):
+        qa_docs("msmarco", rows)
+    with pytest.raises(ValueError, match="is not a QA dataset"):
+        qa_docs("goemotions", rows)
+    with pytest.raises(ValueError, match=r"dataset_kwargs: \{qa_dataset: <name>\}"):
+        load(split="validation")
 
 
 def test_gen_kwargs_cannot_override_sampling(data_dir):
@@ -132,8 +188,12 @@ def test_judge_filter_and_process_results(data_dir):
     assert rec["conf_entropy"] == pytest.approx(conf_entropy([0, 0, 1, 2]))
     assert rec["correct"] == 1 and rec["em"] == 1
     res0 = task.process_results(task.instances[0].doc, [i.filtered_resps["judge_f1"] for i in task.instances[:2]])
-    assert res0["acc"] == {"conf": 0.5, "correct": 1}
-    assert res0["auroc_conf_entropy"]["conf"] == pytest.approx(1 - (-(0.5 * math.log(0.5) + 2 * 0.25 * math.log(0.25))) / math.log(4))
+    # one record, the same object under every metric name; the metric table reads each metric's view of it
+    record = res0["acc"]
+    assert set(res0) == set(task._metric_fn_list) and all(v is record for v in res0.values())
+    assert {k: record[k] for k in ("conf", "correct", "em")} == {"conf": 0.5, "correct": 1, "em": 1}
+    assert record["conf_entropy"] == pytest.approx(1 - (-(0.5 * math.log(0.5) + 2 * 0.25 * math.log(0.25))) / math.log(4))
+    assert set(record) == {"conf", "correct", "em", "conf_entropy"}
     rec1 = json.loads(task.instances[3].filtered_resps["judge_f1"])
     assert rec1["conf"] == 0.5 and rec1["cluster_ids"] == [0, 1, 2, 0]
     with pytest.raises(TypeError, match="JudgeFilter"):
@@ -153,7 +213,20 @@ def test_verbalized_filter(data_dir):
     assert (r0["greedy"], r0["conf"], r0["conf_parsed"], r0["correct"]) == (gold, 0.8, True, 1)
     assert (r1["conf"], r1["conf_parsed"]) == (0.5, False)
     res = task.process_results(task.instances[1].doc, [task.instances[1].filtered_resps["verbalized"]])
-    assert res["conf_parse_rate"]["correct"] == 0 and res["acc"]["conf"] == 0.5
+    assert all(v is res["acc"] for v in res.values())
+    assert res["acc"] == {"conf": 0.5, "correct": 0, "em": 0, "conf_parsed": 0}
+
+
+def test_metric_needing_a_field_the_mode_lacks_fails_at_construction(data_dir):
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    from semcal_eval.qa.task import QATask
+
+    cfg = load_yaml(TASKS_DIR / "nq_open" / "nq_open_verbalized.yaml")
+    cfg["metric_list"] = cfg["metric_list"] + [
+        {"metric": "ece_uw10_entropy", "aggregation": "semcal_ece_uw10_entropy", "higher_is_better": False}]
+    with pytest.raises(ValueError, match=r"ece_uw10_entropy reads the record field\(s\) \['conf_entropy'\].*mode 'agreement'"):
+        QATask(config=cfg)
 
 
 # ---------------------------------------------------------------- real end-to-end runs with SmolLM2-135M

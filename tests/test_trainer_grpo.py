@@ -58,6 +58,7 @@ def _cfg(out: Path, method: str, *extra: str) -> dict:
             "grpo.per_device_train_batch_size=4",
             "grpo.max_completion_length=8",
             "grpo.learning_rate=1e-3",
+            "data.dataset=nq_open",  # ROWS are in NQ-Open's schema (answer: list of aliases)
             'data.prompt_template="Q: {question}\\nA:"',
             *extra,
         ],
@@ -234,3 +235,85 @@ def test_two_processes_split_groups(tmp_path, data_dir):
     assert ok.returncode == 0, ok.stderr[-3000:]
     logs = [r for r in read_metrics(tmp_path / "gathered") if "reward" in r]
     assert len(logs) == 1 and logs[0]["csr/lambda"] == 1.0 and math.isfinite(logs[0]["csr/r_cal"])
+
+
+# ------------------------------------------------------------------------------------------------ data and config
+# (cheap: no model; questions and golds come from semcal_eval.data.fields, the table the QA tasks read)
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _data_cfg(*extra: str) -> dict:
+    return load_config(ROOT / "trainers/configs/cpu_smoke.yaml", ["data.limit=null", *extra])
+
+
+def test_msmarco_config_validates_and_builds(caplog):
+    """MS MARCO: questions from ``query``, golds from ``answers``; the fixture's row with an empty answer list is
+    dropped with a logged count (the loader already skipped the rows without query text or answers)."""
+    from trainers.config import validate
+
+    cfg = _data_cfg("data.dataset=msmarco", "data.split=validation", f"data.data_dir={FIXTURES}")
+    validate(cfg)
+    with caplog.at_level("WARNING", logger="trainers.data"):
+        ds = build_dataset(cfg)
+    rows = [json.loads(line) for line in (FIXTURES / "msmarco/validation.jsonl").read_text().splitlines()]
+    want = {r["query"]: r["answers"] for r in rows if (r.get("query") or "").strip() and r.get("answers")}
+    assert dict(zip(ds["question"], ds["answers"])) == want and len(ds) == 3
+    assert "dropped 1 of 4 training rows" in caplog.text
+
+
+def test_no_answer_present_is_never_a_gold(tmp_path, caplog):
+    (tmp_path / "msmarco").mkdir()
+    rows = [
+        {"query": "q1", "answers": ["No Answer Present."]},
+        {"query": "q2", "answers": ["No Answer Present.", "Paris"]},
+        {"query": "q3", "answers": ["no answer present"]},  # same marker after SQuAD normalisation
+        {"query": "q4", "answers": ["Rome"]},
+    ]
+    (tmp_path / "msmarco/validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = _data_cfg("data.dataset=msmarco", "data.split=validation", f"data.data_dir={tmp_path}")
+    with caplog.at_level("WARNING", logger="trainers.data"):
+        ds = build_dataset(cfg)
+    assert dict(zip(ds["question"], ds["answers"])) == {"q2": ["Paris"], "q4": ["Rome"]}
+    assert "dropped 2 of 4 training rows" in caplog.text
+    only_marker = _data_cfg("data.dataset=msmarco", "data.split=validation", f"data.data_dir={tmp_path}")
+    with pytest.raises(ValueError, match="none of the 2 rows"):
+        build_dataset(only_marker, rows=Dataset.from_list(rows[:1] + rows[2:3]))
+
+
+def test_limit_counts_usable_rows():
+    rows = Dataset.from_dict({"question": ["a", "b", "c", "d"], "answer": [[""], ["B"], [], ["D"]]})
+    cfg = _data_cfg("data.dataset=nq_open", "data.shuffle_seed=null", "data.limit=2")
+    ds = build_dataset(cfg, rows=rows)
+    assert ds["question"] == ["b", "d"] and ds["answers"] == [["B"], ["D"]]
+
+
+@pytest.mark.parametrize("name", ["squad", "goemotions"])
+def test_unknown_dataset_fails_validate_with_the_choices(name):
+    from semcal_eval.data.fields import QA_FIELDS
+    from trainers.config import validate
+
+    with pytest.raises(ValueError, match="data.dataset") as e:
+        validate(_data_cfg(f"data.dataset={name}"))
+    assert all(q in str(e.value) for q in QA_FIELDS)
+
+
+def test_unknown_data_key_fails_validate():
+    from trainers.config import validate
+
+    with pytest.raises(ValueError, match=r"unknown data keys \['datadir'\]"):
+        validate(_data_cfg("data.datadir=/tmp"))
+
+
+def test_rows_of_another_schema_are_an_error():
+    """NQ-Open rows (answer: list) under data.dataset=hotpotqa (answer: str) would train on the gold "['x']"."""
+    rows = Dataset.from_dict({"question": ["q"], "answer": [["x"]]})
+    with pytest.raises(ValueError, match="not in the hotpotqa hub schema"):
+        build_dataset(_data_cfg("data.dataset=hotpotqa"), rows=rows)
+
+
+def test_trainers_data_does_not_import_lm_eval():
+    code = "import sys, trainers.data, trainers.config; print([m for m in sys.modules if m.startswith('lm_eval')])"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

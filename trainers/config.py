@@ -32,9 +32,10 @@ DEFAULTS: dict[str, Any] = {
     "seed": 42,
     "resume_from_checkpoint": None,
     "data": {
-        "dataset": "hotpotqa",
+        "dataset": "hotpotqa",  # a QA dataset of semcal_eval.data.fields.QA_FIELDS
         "split": "train",
-        "limit": None,  # first N rows after a seeded shuffle; None = all
+        "data_dir": None,  # None: $SEMCAL_DATA_DIR, else the hub; "hub" forces the hub (semcal_eval.data.load)
+        "limit": None,  # the first N usable rows after a seeded shuffle; None = all
         "shuffle_seed": 0,
         "prompt_style": "plain",  # plain text prompt, or "chat" (conversational, the tokenizer's chat template)
         # None: the QA tasks' own prompt (semcal_eval.qa.qa_doc_to_text), so training and evaluation match.
@@ -178,6 +179,14 @@ def validate(cfg: dict) -> None:
     validate_calibration_args(
         K, r["eps"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["lambda_step_fraction"]
     )
+    unknown = set(cfg["data"]) - set(DEFAULTS["data"])
+    if unknown:
+        raise ValueError(f"unknown data keys {sorted(unknown)}; known: {sorted(DEFAULTS['data'])}")
+    # The dataset decides where the question and the golds are (semcal_eval.data.fields); an unknown name
+    # would otherwise fail only after the model is loaded. (Imported here: it imports `datasets`.)
+    from semcal_eval.data.fields import qa_fields
+
+    qa_fields(cfg["data"]["dataset"])
     if cfg["data"]["prompt_style"] not in ("plain", "chat"):
         raise ValueError(f"data.prompt_style must be 'plain' or 'chat', got {cfg['data']['prompt_style']!r}")
     tpl = cfg["data"].get("prompt_template")

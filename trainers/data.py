@@ -2,32 +2,24 @@
 
 ``prompt`` is what GRPO generates from; ``question`` (raw) goes to the answer-equivalence judge;
 ``answers`` is the list of gold aliases. RLCR prompts carry RLCR's format instructions.
+
+The question and the golds of a row come from :mod:`semcal_eval.data.fields`, the table the QA tasks read
+too, so a model is trained on the golds it is evaluated against (MS MARCO's "No Answer Present." is never a
+gold). Rows that cannot be scored are dropped and counted, as the QA tasks do.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from datasets import Dataset
 
-from semcal_eval import qa
+from semcal_eval.data.fields import qa_example, qa_fields
+from semcal_eval.qa.prompts import qa_doc_to_text
 from trainers.rewards import RLCR_SYSTEM_PROMPT
 
-
-def gold_list(answer: Any) -> list[str]:
-    """Gold aliases of one row in any of the hub schemas: a string (HotpotQA), a list (NQ-Open), or a dict with
-    ``aliases``/``value`` (TriviaQA). Empty strings are dropped.
-
-    >>> gold_list("filmmaker"), gold_list(["a", ""]), gold_list({"value": "x", "aliases": ["x", "X"]})
-    (['filmmaker'], ['a'], ['x', 'X'])
-    """
-    if isinstance(answer, str):
-        out = [answer]
-    elif isinstance(answer, dict):
-        out = list(answer.get("aliases") or []) or [answer.get("value") or ""]
-    else:
-        out = list(answer or [])
-    return [str(a) for a in out if str(a).strip()]
+log = logging.getLogger(__name__)
 
 
 def make_prompt(question: str, method: str, style: str = "plain", template: str | None = None) -> Any:
@@ -47,32 +39,49 @@ def make_prompt(question: str, method: str, style: str = "plain", template: str 
         if style == "chat":
             return [{"role": "system", "content": RLCR_SYSTEM_PROMPT}, {"role": "user", "content": question}]
         return f"{RLCR_SYSTEM_PROMPT}\n\nQuestion: {question}\n"
-    text = qa.qa_doc_to_text({"qa_question": question}) if template is None else template.format(question=question)
+    text = qa_doc_to_text({"qa_question": question}) if template is None else template.format(question=question)
     if style == "chat":
         return [{"role": "user", "content": text}]
     return text
 
 
 def build_dataset(cfg: dict, rows: Dataset | None = None) -> Dataset:
-    """The GRPO training dataset of a config (``cfg["data"]``), from ``rows`` or ``semcal_eval.data.load``."""
+    """The GRPO training dataset of a config (``cfg["data"]``).
+
+    ``rows`` (default: ``semcal_eval.data.load(data.dataset, data.split, data.data_dir)``) must be in the hub
+    schema of ``data.dataset``. After a seeded shuffle (``data.shuffle_seed``), the first ``data.limit`` rows
+    that can be scored are kept: rows without question text or without a usable gold
+    (:func:`semcal_eval.data.fields.qa_golds`) are dropped and their count logged as a warning. No row left is
+    an error.
+    """
     d = cfg["data"]
+    name = d["dataset"]
+    qa_fields(name)  # a clear error for a dataset that is not QA, before loading anything
     if rows is None:
         from semcal_eval.data import load
 
-        rows = load(d["dataset"], split=d["split"])
+        rows = load(name, split=d["split"], data_dir=d.get("data_dir"))
     if d.get("shuffle_seed") is not None:
         rows = rows.shuffle(seed=int(d["shuffle_seed"]))
-    if d.get("limit"):
-        rows = rows.select(range(min(int(d["limit"]), len(rows))))
+    limit = int(d["limit"]) if d.get("limit") else None
     questions, golds = [], []
-    for r in rows:
-        g = gold_list(r["answer"])
-        if not g or not str(r["question"]).strip():
-            raise ValueError(
-                f"training row {r.get('id', '?')!r} has an empty question or no gold answer; "
-                "semcal_eval.data drops such rows, so this dataset was not loaded through it"
-            )
-        questions.append(str(r["question"]))
-        golds.append(g)
+    seen = 0
+    for row in rows:
+        if limit is not None and len(questions) == limit:
+            break
+        seen += 1
+        ex = qa_example(name, row)
+        if ex is not None:
+            questions.append(ex[0])
+            golds.append(ex[1])
+    if len(questions) < seen:
+        log.warning(
+            "%s[%s]: dropped %d of %d training rows without question text or a usable gold answer "
+            "(unanswerable/empty; they cannot be rewarded)", name, d["split"], seen - len(questions), seen)
+    if not questions:
+        raise ValueError(
+            f"{name}[{d['split']}]: none of the {seen} rows has both question text and a usable gold answer "
+            "(semcal_eval.data.fields.qa_golds); choose another data.split or data.dataset"
+        )
     prompts = [make_prompt(q, cfg["method"], d["prompt_style"], d.get("prompt_template")) for q in questions]
     return Dataset.from_dict({"prompt": prompts, "question": questions, "answers": golds})

@@ -223,6 +223,11 @@ def ci(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED,
     _check(m, a)
     if m.loss is not None:
         return M.bootstrap_ci(_mean, m.loss(a), n_boot=n_boot, seed=seed, alpha=alpha)
+    # resample only the arrays the metric reads: copying an (n, K) matrix per replicate would dominate
+    if m.needs == "any":
+        a = RecordArrays(a.kind, a.conf, a.correct)
+    elif m.needs == "soft":
+        a = RecordArrays(a.kind, a.conf, a.correct, p=a.p, t=a.t)
     return M.bootstrap_ci(lambda idx: m.fn(a.take(idx)), np.arange(a.n), n_boot=n_boot, seed=seed, alpha=alpha)
 
 

@@ -1,3 +1,68 @@
-"""QA calibration by semantic agreement (temporary re-export while the module is split)."""
-from ._legacy import *  # noqa
-from ._legacy import __getattr__  # noqa
+"""Short-answer QA: scoring, answer-equivalence judges and calibration by semantic agreement.
+
+=================  =====================================================================================
+module             job
+=================  =====================================================================================
+``answers``        SQuAD normalisation, exact match, token-F1, correctness, the answer line of a generation
+``judges``         answer-equivalence judges (F1, EM, embedding, NLI, LLM) and ``get_judge``
+``agreement``      greedy bidirectional clustering, semantic entropy, the confidences, ``score_question``
+``verbalized``     the verbalised-confidence parser
+``prompts``        the QA tasks' prompts (shared with the trainers)
+``task``           the lm-eval glue: data hook, filters, ``QATask`` (imports lm-eval; not imported here)
+=================  =====================================================================================
+
+This package exports the pure API only, so that the trainers (and anyone scoring answers) do not import
+lm-eval; the tasks reach the glue as ``semcal_eval.qa.task``.
+"""
+
+from __future__ import annotations
+
+from .agreement import (
+    agreement_matrix,
+    cluster,
+    conf_cluster_share,
+    conf_entropy,
+    conf_likelihood_weighted,
+    score_question,
+    semantic_entropy,
+    semantic_entropy_weighted,
+)
+from .answers import (
+    EmptyGoldError,
+    best_f1,
+    check_golds,
+    clean_answer,
+    exact_match,
+    is_correct,
+    normalize_answer,
+    token_f1,
+)
+from .judges import Judge, get_judge
+from .prompts import QA_DESCRIPTION, VERBALIZED_DESCRIPTION, qa_doc_to_text, verbalized_doc_to_text
+from .verbalized import parse_verbalized
+
+__all__ = [
+    "normalize_answer",
+    "check_golds",
+    "exact_match",
+    "token_f1",
+    "best_f1",
+    "is_correct",
+    "clean_answer",
+    "EmptyGoldError",
+    "Judge",
+    "get_judge",
+    "cluster",
+    "agreement_matrix",
+    "semantic_entropy",
+    "semantic_entropy_weighted",
+    "conf_cluster_share",
+    "conf_entropy",
+    "conf_likelihood_weighted",
+    "score_question",
+    "parse_verbalized",
+    "QA_DESCRIPTION",
+    "VERBALIZED_DESCRIPTION",
+    "qa_doc_to_text",
+    "verbalized_doc_to_text",
+]

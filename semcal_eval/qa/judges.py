@@ -5,7 +5,7 @@ A judge decides, for a batch of answer pairs to one question, whether the two an
     judge.equivalent(question, [(a1, b1), (a2, b2), ...]) -> [bool, bool, ...]
 
 Every judge here is *symmetric by construction* (it evaluates both directions or a symmetric score), which is
-what greedy bidirectional clustering (:func:`semcal_eval.qa.cluster`) needs. They are shared by the QA tasks
+what greedy bidirectional clustering (:func:`semcal_eval.qa.agreement.cluster`) needs. They are shared by the QA tasks
 and the CSR trainer's rewards.
 
 =================  =====================================================================  ================
@@ -32,7 +32,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
-from semcal_eval.qa._legacy import normalize_answer, token_f1
+from .answers import normalize_answer, token_f1
 
 __all__ = [
     "Judge",
@@ -57,7 +57,7 @@ class Judge(ABC):
     """Answer-equivalence judge: ``equivalent(question, pairs) -> list[bool]``, batched over pairs.
 
     ``transitive`` is True only when equivalence is an equivalence relation by construction (then
-    :func:`semcal_eval.qa.agreement_matrix` may be read off the clusters).
+    :func:`semcal_eval.qa.agreement.agreement_matrix` may be read off the clusters).
     """
 
     name: str = "judge"

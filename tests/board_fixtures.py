@@ -1,15 +1,24 @@
-"""Synthetic lm-eval-shaped runs, for the board's tests and benchmark.
+"""Test support for the leaderboard (tests/test_leaderboard*.py, benchmarks/bench_leaderboard.py); not shipped.
 
-:func:`write_run` writes what lm-eval 0.4.13 writes for ``--output_path OUT --log_samples``:
-``OUT/<model_name_sanitized>/results_<date>.json`` and ``samples_<task>_<date>.jsonl`` (one line per
-document and filter, the Contract 1 item under each metric name), with the reported aggregates
-computed by the registered aggregations, as lm-eval would.
+* Synthetic lm-eval-shaped runs: :func:`write_run` writes what lm-eval 0.4.13 writes for
+  ``--output_path OUT --log_samples``: ``OUT/<model_name_sanitized>/results_<date>.json`` and
+  ``samples_<task>_<date>.jsonl`` (one line per document and filter, the per-document record under each
+  metric name), with the reported aggregates computed by the registered aggregations, as lm-eval would.
+* A submit that stops inside its transaction, for the crash-safety test::
+
+      python tests/board_fixtures.py paused-submit MARKER -- <board submit arguments>
+
+  runs ``semcal-eval board submit`` with an SQLite trace callback on the board connection: once the first
+  entry row is written (the transaction still open) it writes ``inside-transaction`` to MARKER and sleeps,
+  so the test can SIGKILL it there.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -164,3 +173,45 @@ def write_run(
     rp.write_text(json.dumps(results, indent=2, allow_nan=True))
     (d / f"samples_{task}_{date_id}.jsonl").write_text("\n".join(lines) + "\n")
     return rp
+
+
+# ---------------------------------------------------------------- a submit killed inside its transaction
+
+PAUSE_SECONDS = 600
+
+
+def pause_inside_transaction(con, marker: Path) -> None:
+    """Install an SQLite trace callback on ``con`` that, at the first statement after the first
+    ``INSERT INTO entries`` while a transaction is open, writes ``inside-transaction`` to ``marker`` and
+    sleeps :data:`PAUSE_SECONDS` (the test kills the process meanwhile)."""
+    state = {"entries": 0}
+
+    def trace(sql: str) -> None:
+        if state["entries"] and con.in_transaction:
+            Path(marker).write_text("inside-transaction")
+            time.sleep(PAUSE_SECONDS)
+        if sql.lstrip().upper().startswith("INSERT INTO ENTRIES"):
+            state["entries"] += 1
+
+    con.set_trace_callback(trace)
+
+
+def paused_submit(marker: str | Path, argv: list[str]) -> int:
+    """``leaderboards.cli.main(argv)`` with every board connection paused by :func:`pause_inside_transaction`."""
+    from leaderboards import cli, db
+
+    connect = db.connect
+
+    def connect_paused(path):
+        con = connect(path)
+        pause_inside_transaction(con, Path(marker))
+        return con
+
+    db.connect = connect_paused
+    return cli.main(argv)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4 or sys.argv[1] != "paused-submit" or sys.argv[3] != "--":
+        sys.exit("usage: python tests/board_fixtures.py paused-submit MARKER -- <board submit arguments>")
+    sys.exit(paused_submit(sys.argv[2], sys.argv[4:]))

@@ -1,19 +1,25 @@
 """Read an lm-eval output folder: ``results_<date>.json`` plus ``samples_<task>_<date>.jsonl``.
 
+Used by the report (:mod:`semcal_eval.report`) and the leaderboard (``leaderboards.recompute``); this module
+knows files and JSON, not metrics: what a per-document record must hold is :mod:`semcal_eval.core.records`.
+
 lm-eval 0.4.13 (``EvaluationTracker``) writes ``<output_path>/<model_name_sanitized>/results_<date>.json``
 and, with ``--log_samples``, one ``samples_<task>_<date>.jsonl`` per task with the same ``<date>``.
 Each JSONL line is one (document, filter) pair: ``doc_id``, ``doc``, ``target``, ``arguments``,
 ``resps``, ``filtered_resps``, ``filter``, ``metrics`` (names) and, under each metric name, that
-document's per-document value (for semcal tasks: the Contract 1 item).
+document's per-document value (for semcal tasks: the record).
 
 Python's ``json`` accepts bare ``NaN`` / ``Infinity``, which lm-eval writes for undefined metrics;
-they are parsed as floats here and judged later (a NaN aggregate is allowed, a NaN confidence is not).
+they are parsed as floats here and judged by the caller (a NaN aggregate is allowed, a NaN confidence is not).
 
-Size limits (bytes; override with environment variables of the same name):
+Size limits (bytes; override with environment variables of the same name — the names predate this module,
+which was the board's reader first):
 
 * ``SEMCAL_BOARD_MAX_RESULTS_BYTES`` — one results JSON, default 32 MiB;
 * ``SEMCAL_BOARD_MAX_SAMPLES_BYTES`` — one samples JSONL, default 512 MiB;
 * ``SEMCAL_BOARD_MAX_LINE_BYTES`` — one JSONL line, default 16 MiB.
+
+Every failure raises :class:`RunError` naming the file (and line) and the fix.
 """
 
 from __future__ import annotations
@@ -23,6 +29,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+__all__ = [
+    "DEFAULT_LIMITS",
+    "RunError",
+    "RunFiles",
+    "limit",
+    "find_results",
+    "read_results",
+    "read_samples",
+    "locate_run",
+]
+
 DEFAULT_LIMITS = {
     "SEMCAL_BOARD_MAX_RESULTS_BYTES": 32 * 2**20,
     "SEMCAL_BOARD_MAX_SAMPLES_BYTES": 512 * 2**20,
@@ -30,8 +47,8 @@ DEFAULT_LIMITS = {
 }
 
 
-class SubmissionError(ValueError):
-    """A submission was rejected; the message names the file/metric and the fix."""
+class RunError(ValueError):
+    """An lm-eval output folder that cannot be read; the message names the file (and line) and the fix."""
 
 
 def limit(name: str) -> int:
@@ -42,7 +59,7 @@ def limit(name: str) -> int:
     try:
         return int(raw)
     except ValueError as e:
-        raise SubmissionError(f"{name}={raw!r} is not an integer number of bytes") from e
+        raise RunError(f"{name}={raw!r} is not an integer number of bytes") from e
 
 
 @dataclass
@@ -59,19 +76,17 @@ def find_results(output_dir: str | Path) -> Path:
     p = Path(output_dir)
     if p.is_file():
         if not (p.name.startswith("results_") and p.suffix == ".json"):
-            raise SubmissionError(f"{p} is not an lm-eval results_<date>.json file")
+            raise RunError(f"{p} is not an lm-eval results_<date>.json file")
         return p
     if not p.is_dir():
-        raise SubmissionError(f"{p} does not exist; pass the --output_path folder given to lm-eval")
+        raise RunError(f"{p} does not exist; pass the --output_path folder given to lm-eval")
     # lm-eval nests one level (<output_path>/<model_name_sanitized>/); look no deeper than that.
     found = sorted({*p.glob("results_*.json"), *p.glob("*/results_*.json")})
     if not found:
-        raise SubmissionError(
-            f"no results_*.json in {p} or its subfolders; run lm-eval with --output_path {p} --log_samples"
-        )
+        raise RunError(f"no results_*.json in {p} or its subfolders; run lm-eval with --output_path {p} --log_samples")
     if len(found) > 1:
         names = ", ".join(str(f.relative_to(p)) for f in found)
-        raise SubmissionError(f"{p} holds {len(found)} runs ({names}); pass one results_*.json file instead")
+        raise RunError(f"{p} holds {len(found)} runs ({names}); pass one results_*.json file instead")
     return found[0]
 
 
@@ -79,9 +94,9 @@ def _check_size(path: Path, env: str) -> None:
     size = path.stat().st_size
     cap = limit(env)
     if size > cap:
-        raise SubmissionError(
-            f"{path}: {size} bytes exceeds the board's limit of {cap} bytes ({env}); "
-            "submit a run with fewer documents or raise the limit"
+        raise RunError(
+            f"{path}: {size} bytes exceeds the limit of {cap} bytes ({env}); "
+            "use a run with fewer documents or raise the limit"
         )
 
 
@@ -91,35 +106,34 @@ def read_results(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
-        raise SubmissionError(f"{path}: not UTF-8 text ({e})") from e
+        raise RunError(f"{path}: not UTF-8 text ({e})") from e
     except json.JSONDecodeError as e:
-        raise SubmissionError(f"{path}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+        raise RunError(f"{path}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise SubmissionError(f"{path}: not an lm-eval results file (no top-level 'results' object)")
+        raise RunError(f"{path}: not an lm-eval results file (no top-level 'results' object)")
     return data
 
 
 def read_samples(path: Path) -> list[dict]:
-    """Parse a samples JSONL (one object a line; bare NaN accepted); errors name file and line."""
+    """Parse a samples JSONL (one object a line; bare NaN accepted); each row gets ``_line`` (1-based);
+    errors name file and line."""
     _check_size(path, "SEMCAL_BOARD_MAX_SAMPLES_BYTES")
     max_line = limit("SEMCAL_BOARD_MAX_LINE_BYTES")
     rows: list[dict] = []
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             if len(raw) > max_line:
-                raise SubmissionError(
-                    f"{path}:{lineno}: line of {len(raw)} bytes exceeds SEMCAL_BOARD_MAX_LINE_BYTES={max_line}"
-                )
+                raise RunError(f"{path}:{lineno}: line of {len(raw)} bytes exceeds SEMCAL_BOARD_MAX_LINE_BYTES={max_line}")
             if not raw.strip():
                 continue
             try:
                 row = json.loads(raw)
             except UnicodeDecodeError as e:
-                raise SubmissionError(f"{path}:{lineno}: not UTF-8 text ({e})") from e
+                raise RunError(f"{path}:{lineno}: not UTF-8 text ({e})") from e
             except json.JSONDecodeError as e:
-                raise SubmissionError(f"{path}:{lineno}: malformed JSON at column {e.colno}: {e.msg}") from e
+                raise RunError(f"{path}:{lineno}: malformed JSON at column {e.colno}: {e.msg}") from e
             if not isinstance(row, dict):
-                raise SubmissionError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
+                raise RunError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
             row["_line"] = lineno
             rows.append(row)
     return rows
@@ -133,7 +147,7 @@ def locate_run(output_dir: str | Path, tasks: list[str]) -> RunFiles:
     for task in tasks:
         sp = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
         if not sp.is_file():
-            raise SubmissionError(
+            raise RunError(
                 f"{sp.name} is missing next to {results_path.name}: every metric is recomputed from the "
                 "per-document logs, so rerun lm-eval with --log_samples"
             )

@@ -1,0 +1,372 @@
+"""lm-eval glue of the QA calibration tasks (tasks/{nq_open,triviaqa,hotpotqa,msmarco}, one shared template in
+tasks/qa_common): the data hook, the two filters and the task class.
+
+One document's path: :func:`load` (rows of ``semcal_eval.data`` with ``qa_question`` / ``qa_golds`` from
+:mod:`semcal_eval.data.fields`) → :class:`QATask` builds one greedy and one K-sample ``generate_until``
+request → :class:`JudgeFilter` clusters them (:func:`semcal_eval.qa.agreement.score_question`), or
+:class:`VerbalizedFilter` parses a stated confidence → :meth:`QATask.process_results` returns the one
+confidence record (:func:`semcal_eval.core.records.confidence_record`) under every metric name → the metric
+table (:mod:`semcal_eval.harness.aggregations`).
+
+Settings come from the task's ``metadata`` (the YAML's, merged with ``--metadata``; the CLI wins), see
+:data:`QA_DEFAULTS`. This module imports lm-eval; the pure QA functions live in :mod:`semcal_eval.qa`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from copy import deepcopy
+
+from datasets import Dataset, DatasetDict
+from lm_eval.api.filter import Filter
+from lm_eval.api.instance import Instance
+from lm_eval.api.task import ConfigurableTask
+
+from semcal_eval.core.metric_table import CI_METRICS, METRICS
+from semcal_eval.core.records import confidence_record
+from semcal_eval.data import EVAL_KEY, QA_FIELDS, make_lm_eval_loader, qa_fields, qa_golds, qa_question
+from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
+from semcal_eval.harness.base import check_aggregations, process_results_marker
+
+from .agreement import score_question
+from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
+from .judges import JUDGES, get_judge
+from .verbalized import parse_verbalized
+
+__all__ = [
+    "QA_DEFAULTS",
+    "SAMPLING_KEYS",
+    "qa_settings",
+    "qa_docs",
+    "load",
+    "qa_doc_to_target",
+    "JudgeFilter",
+    "VerbalizedFilter",
+    "QATask",
+]
+
+log = logging.getLogger(__name__)
+
+#: Task settings read from the task's ``metadata`` (YAML ``metadata:`` merged with ``--metadata``, CLI wins).
+QA_DEFAULTS: dict = {
+    "mode": "agreement",  # "agreement": greedy + K samples, judged; "verbalized": one greedy answer + stated confidence
+    "num_samples": 10,  # K sampled answers per question (≥ 2)
+    "temperature": 1.0,  # sampling temperature of the K samples (the greedy answer is always greedy)
+    "top_p": 1.0,  # 1.0 and top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
+    "top_k": 0,
+    "correct_threshold": 0.5,  # correct ⇔ best token-F1 against the gold aliases ≥ this
+    "correctness": "f1",  # or "judge": the filter's judge says the greedy answer ≡ some gold alias
+    "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
+    "judge_kwargs": {},  # per judge name, e.g. {"nli": {"model_name": "microsoft/deberta-large-mnli"}}
+    "missing_confidence": 0.5,  # verbalized mode: confidence used when none can be parsed (counted in conf_parse_rate)
+}
+
+#: generation keys that set the *sampling* of the K answers; ``--gen_kwargs`` may not change them.
+SAMPLING_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "typical_p", "num_beams",
+                 "num_return_sequences", "repetition_penalty")
+
+#: The fields of the one confidence record each mode fills (metrics may read only these).
+_RECORD_FIELDS = {
+    "agreement": ("conf", "correct", "em", "conf_entropy"),
+    "verbalized": ("conf", "correct", "em", "conf_parsed"),
+}
+
+
+def qa_settings(metadata: dict | None) -> dict:
+    """Effective QA task settings: :data:`QA_DEFAULTS` < metadata; validated with errors naming the fix.
+
+    ``judges`` may be a list or a string such as ``"f1+embed"``; it comes back as a list (or None).
+    """
+    meta = metadata or {}
+    s = {**QA_DEFAULTS, **{k: meta[k] for k in QA_DEFAULTS if k in meta}}
+    if s["mode"] not in _RECORD_FIELDS:
+        raise ValueError(f"QA task: mode={s['mode']!r} must be 'agreement' or 'verbalized'")
+    try:
+        s["num_samples"] = int(s["num_samples"])
+        s["temperature"], s["top_p"] = float(s["temperature"]), float(s["top_p"])
+        s["top_k"], s["correct_threshold"] = int(s["top_k"]), float(s["correct_threshold"])
+        s["missing_confidence"] = float(s["missing_confidence"])
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"QA task: bad numeric setting in --metadata ({e})") from e
+    if s["mode"] == "agreement" and s["num_samples"] < 2:
+        raise ValueError(
+            f"QA task: num_samples={s['num_samples']} but semantic agreement needs K ≥ 2 sampled answers "
+            "(entropy confidence 1 − SE/log K is undefined for K = 1). Use --metadata '{\"num_samples\": 10}', "
+            "or the verbalized variant for single-answer confidence."
+        )
+    if not s["temperature"] > 0:
+        raise ValueError(f"QA task: temperature={s['temperature']} must be > 0 for sampling")
+    if not 0.0 < s["correct_threshold"] <= 1.0:
+        raise ValueError(f"QA task: correct_threshold={s['correct_threshold']} must be in (0, 1]")
+    if not 0.0 <= s["missing_confidence"] <= 1.0:
+        raise ValueError(f"QA task: missing_confidence={s['missing_confidence']} must be in [0, 1]")
+    if s["correctness"] not in ("f1", "judge"):
+        raise ValueError(f"QA task: correctness={s['correctness']!r} must be 'f1' or 'judge'")
+    j = s["judges"]
+    if isinstance(j, str):
+        j = [x for x in re.split(r"[+,|\s]+", j) if x]
+    if j is not None:
+        bad = [x for x in j if x not in JUDGES]
+        if not j or bad:
+            raise ValueError(f"QA task: judges={s['judges']!r}: choose a non-empty list from {sorted(JUDGES)}")
+    s["judges"] = j
+    if not isinstance(s["judge_kwargs"], dict):
+        raise ValueError("QA task: judge_kwargs must map a judge name to its keyword arguments")
+    return s
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------------------------------------
+
+
+def qa_docs(name: str, dataset: Dataset) -> Dataset:
+    """The scorable QA documents of ``dataset`` (rows of QA dataset ``name`` in the hub schema).
+
+    Adds ``qa_question`` = :func:`semcal_eval.data.fields.qa_question` and ``qa_golds`` =
+    :func:`semcal_eval.data.fields.qa_golds` (the one table of question fields, gold extraction and
+    unanswerable markers) to every row. Rows without a usable gold answer (an empty list, only empty strings,
+    or only unanswerable markers such as MS MARCO's "No Answer Present.") or without question text cannot be
+    scored for correctness: they are dropped and the count is logged as a warning, never silently. None left
+    raises :class:`~semcal_eval.qa.answers.EmptyGoldError`.
+    """
+    qa_fields(name)  # a clear error for a name that is not a QA dataset, before touching the rows
+
+    def add(row):
+        return {"qa_question": qa_question(name, row), "qa_golds": qa_golds(name, row)}
+
+    ds = dataset.map(add)
+    kept = ds.filter(lambda d: len(d["qa_golds"]) > 0 and bool(d["qa_question"]))
+    dropped = len(ds) - len(kept)
+    if dropped:
+        log.warning("%s: dropped %d of %d questions without a usable gold answer or question text "
+                    "(unanswerable/empty; they cannot be scored)", name, dropped, len(ds))
+    if len(kept) == 0:
+        raise EmptyGoldError(
+            f"{name}: none of the {len(ds)} questions has a usable gold answer (semcal_eval.data.fields.qa_golds); "
+            "check the split (--metadata '{\"split\": ...}') and the data source (SEMCAL_DATA_DIR / data_dir)"
+        )
+    return kept
+
+
+def load(qa_dataset: str | None = None, **kwargs) -> DatasetDict:
+    """The QA tasks' ``custom_dataset`` hook: ``{"eval": qa_docs(qa_dataset, <evaluated split>)}``.
+
+    lm-eval 0.4.13 calls it as ``custom_dataset(**metadata, **dataset_kwargs)``; the template's families set
+    ``dataset_kwargs: {qa_dataset: <name>}`` and the other keys (``split``, ``data_dir``, unrelated metadata)
+    go to :func:`semcal_eval.data.make_lm_eval_loader`. Only the evaluated split is returned, prepared: the
+    QA tasks are zero-shot (their three examples are fixed in the prompt), so no other split is read by them.
+    """
+    if qa_dataset is None:
+        raise ValueError(
+            "QA task: no dataset named. A QA task YAML includes ../qa_common/_qa_template_yaml and sets "
+            f"`dataset_kwargs: {{qa_dataset: <name>}}` with <name> one of {sorted(QA_FIELDS)}"
+        )
+    qa_fields(qa_dataset)
+    splits = make_lm_eval_loader(qa_dataset)(**kwargs)
+    return DatasetDict({EVAL_KEY: qa_docs(qa_dataset, splits[EVAL_KEY])})
+
+
+def qa_doc_to_target(doc: dict) -> str:
+    """The first gold alias (lm-eval logs it as the sample's ``target``; scoring uses every alias)."""
+    return doc["qa_golds"][0]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Filters
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _pairs_by_doc(resps: list, docs: list, per_doc: int) -> list[tuple[int, dict]]:
+    """Start index and doc of each document's ``per_doc`` consecutive instances (their construction order)."""
+    if len(resps) % per_doc:
+        raise RuntimeError(f"QA filter: {len(resps)} instances is not a multiple of {per_doc} per question; "
+                           "the QA filters only work on tasks built by semcal_eval.qa.task.QATask")
+    out = []
+    for i in range(0, len(resps), per_doc):
+        if any(docs[i + j] is not docs[i] and docs[i + j] != docs[i] for j in range(per_doc)):
+            raise RuntimeError("QA filter: a question's greedy and sampled instances are not adjacent; "
+                               "the QA filters only work on tasks built by semcal_eval.qa.task.QATask")
+        out.append((i, docs[i]))
+    return out
+
+
+class JudgeFilter(Filter):
+    """Cluster each question's greedy answer and K samples with one judge (one filter per judge).
+
+    Output per question: the greedy answer (for the greedy instance) and the
+    :func:`~semcal_eval.qa.agreement.score_question` record as a JSON string (for the sampled instance),
+    which lm-eval logs in ``filtered_resps``.
+    """
+
+    def __init__(self, judge: str = "f1", correctness: str = "f1", threshold: float = 0.5, **judge_kwargs):
+        self.judge = get_judge(judge, **judge_kwargs)
+        self.correctness, self.threshold = correctness, float(threshold)
+
+    def apply(self, resps, docs):
+        resps, docs = list(resps), list(docs)
+        out: list = []
+        for i, doc in _pairs_by_doc(resps, docs, 2):
+            greedy = clean_answer(resps[i][0])
+            samples = [clean_answer(s) for s in resps[i + 1]]
+            rec = score_question(doc["qa_question"], greedy, samples, doc["qa_golds"], self.judge,
+                                 threshold=self.threshold, correctness=self.correctness)
+            # a JSON string: lm-eval logs filtered_resps with str(), and JSON stays machine-readable
+            out += [greedy, json.dumps(rec, ensure_ascii=False)]
+        return out
+
+
+class VerbalizedFilter(Filter):
+    """Parse the answer and the stated confidence of each greedy generation
+    (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct ⇔ best token-F1 ≥ ``threshold``."""
+
+    def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, **_):
+        self.threshold, self.missing = float(threshold), float(missing_confidence)
+
+    def apply(self, resps, docs):
+        out = []
+        for r, doc in zip(resps, docs):
+            answer, conf = parse_verbalized(r[0])
+            f1 = best_f1(answer, doc["qa_golds"])
+            out.append(json.dumps({
+                "conf": self.missing if conf is None else conf,
+                "conf_parsed": conf is not None,
+                "correct": int(f1 >= self.threshold),
+                "em": exact_match(answer, doc["qa_golds"]),
+                "f1": f1,
+                "greedy": answer,
+                "raw": r[0],
+            }, ensure_ascii=False))
+        return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Task
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _check_metrics(task: str | None, mode: str, metric_list: list | None) -> None:
+    """Every metric of the YAML's metric_list reads fields that this mode's record has (checked when the task
+    is built, not after the model pass)."""
+    have = _RECORD_FIELDS[mode]
+    for entry in metric_list or []:
+        m = entry.get("metric") if isinstance(entry, dict) else None
+        base = m[:-6] if isinstance(m, str) and m.endswith(("_ci_lo", "_ci_hi")) and m[:-6] in CI_METRICS else m
+        metric = METRICS.get(base)
+        if metric is None:
+            continue  # not a table metric: check_aggregations / lm-eval name it
+        if metric.needs != "any":
+            raise ValueError(f"{task}: metric {m} needs {metric.needs} records, but a QA task logs confidence "
+                             "records {conf, correct, ...}: drop it from metric_list")
+        missing = [f for f in metric.view if f not in have]
+        if missing:
+            modes = [k for k, v in _RECORD_FIELDS.items() if all(f in v for f in metric.view)]
+            raise ValueError(f"{task}: metric {m} reads the record field(s) {missing}, which mode {mode!r} does "
+                             "not produce: drop it from metric_list" + (f", or use mode {modes[0]!r}" if modes else ""))
+
+
+class QATask(ConfigurableTask):
+    """QA calibration by semantic agreement: per question one greedy answer (scored for correctness) and
+    K sampled answers (``repeats=K`` on a second ``generate_until`` instance), clustered by each judge
+    filter; or, with ``mode: verbalized``, one greedy answer with a stated confidence.
+
+    Settings come from ``metadata`` (:data:`QA_DEFAULTS`). ``--gen_kwargs`` may change ``until`` or
+    ``max_gen_toks`` (applied to greedy and samples, with a warning) but not the sampling keys
+    (:data:`SAMPLING_KEYS`): those raise, naming the ``--metadata`` keys to use instead.
+    """
+
+    def __init__(self, config: dict | None = None, **kwargs):
+        config = dict(config or {})
+        config.pop("class", None)  # TaskConfig rejects unknown keys
+        self.qa = qa_settings(config.get("metadata"))
+        if int(config.get("repeats", 1) or 1) != 1:
+            raise ValueError("QA task: set the number of samples with metadata num_samples, not repeats")
+        _check_metrics(config.get("task"), self.qa["mode"], config.get("metric_list"))
+        config["filter_list"] = self._filters_from_settings(config.get("filter_list"))
+        config["process_results"] = process_results_marker
+        super().__init__(config=config, **kwargs)
+        check_aggregations(self)
+        self._gen_snapshot = deepcopy(self.config.generation_kwargs or {})
+        self._warned_gen = False
+
+    def _filters_from_settings(self, filter_list):
+        s = self.qa
+        if s["mode"] == "verbalized":
+            return [{"name": "verbalized", "filter": [{
+                "function": VerbalizedFilter, "threshold": s["correct_threshold"],
+                "missing_confidence": s["missing_confidence"]}]}]
+        if s["judges"] is not None:
+            filter_list = [{"name": f"judge_{'embed' if j == 'embedding' else j}",
+                            "filter": [{"function": JudgeFilter, "judge": j}]} for j in s["judges"]]
+        if not filter_list:
+            filter_list = [{"name": "judge_f1", "filter": [{"function": JudgeFilter, "judge": "f1"}]}]
+        filter_list = deepcopy(filter_list)
+        for fl in filter_list:
+            steps = fl.get("filter") or []
+            fn = steps[0].get("function") if len(steps) == 1 else None
+            if not (isinstance(fn, type) and issubclass(fn, JudgeFilter)):
+                raise ValueError(f"QA task: filter {fl.get('name')!r} must be exactly one "
+                                 "semcal_eval.qa.task.JudgeFilter step (one judge per named filter)")
+            step = steps[0]
+            name = step.get("judge", "f1")
+            step.update(s["judge_kwargs"].get(name, {}))
+            step.setdefault("correctness", s["correctness"])
+            step.setdefault("threshold", s["correct_threshold"])
+        return filter_list
+
+    def _gen_kwargs(self) -> tuple[dict, dict | None]:
+        cur = dict(self.config.generation_kwargs or {})
+        snap = self._gen_snapshot
+        changed = sorted(k for k in set(cur) | set(snap) if cur.get(k) != snap.get(k))
+        bad = [k for k in changed if k in SAMPLING_KEYS]
+        if bad:
+            raise ValueError(
+                f"{self.config.task}: --gen_kwargs would change {bad}, which this QA task sets itself (one "
+                "greedy answer plus K samples). Set sampling with --metadata, e.g. "
+                f"'{{\"num_samples\": {self.qa['num_samples']}, \"temperature\": {self.qa['temperature']}, "
+                f"\"top_p\": {self.qa['top_p']}, \"top_k\": {self.qa['top_k']}}}', and drop {bad} from "
+                "--gen_kwargs."
+            )
+        if changed and not self._warned_gen:
+            log.warning("%s: --gen_kwargs changed %s; applied to the greedy answer and to the samples",
+                        self.config.task, {k: cur.get(k) for k in changed})
+            self._warned_gen = True
+        base = {k: v for k, v in cur.items() if k not in SAMPLING_KEYS}
+        greedy = {**base, "do_sample": False}
+        if self.qa["mode"] == "verbalized":
+            return greedy, None
+        sample = {**base, "do_sample": True, "temperature": self.qa["temperature"],
+                  "top_p": self.qa["top_p"], "top_k": self.qa["top_k"]}
+        return greedy, sample
+
+    def construct_requests(self, doc, ctx, **kwargs):
+        task, doc_id, _ = kwargs["metadata"]
+        greedy, sample = self._gen_kwargs()
+        reqs = [Instance(request_type="generate_until", doc=doc, arguments=(ctx, greedy), idx=0,
+                         metadata=(task, doc_id, 1))]
+        if sample is not None:
+            reqs.append(Instance(request_type="generate_until", doc=doc, arguments=(ctx, sample), idx=1,
+                                 metadata=(task, doc_id, self.qa["num_samples"])))
+        return reqs
+
+    def process_results(self, doc, results):
+        """The one confidence record (:func:`semcal_eval.core.records.confidence_record`) under every metric
+        name: ``conf`` (cluster share, or the stated confidence), ``correct``, ``em`` and ``conf_entropy``
+        (agreement) or ``conf_parsed`` (verbalized). The metric table reads each metric's view of it."""
+        if "bypass" in self._metric_fn_list:  # --predict_only
+            return {"bypass": None}
+        rec = results[-1]
+        if isinstance(rec, str) and rec.startswith("{"):
+            rec = json.loads(rec)
+        if not isinstance(rec, dict) or "conf" not in rec:
+            raise TypeError(
+                f"{self.config.task}: process_results got {type(rec).__name__} results; every filter of a "
+                "QA task must be a semcal_eval.qa.task.JudgeFilter (or VerbalizedFilter) step"
+            )
+        if self.qa["mode"] == "verbalized":
+            record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_parsed=int(rec["conf_parsed"]))
+        else:
+            record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_entropy=rec["conf_entropy"])
+        return {m: record for m in self._metric_fn_list}
