@@ -36,6 +36,14 @@ def _new_fig(w: float, h: float) -> Figure:
     return fig
 
 
+def _single_axes(ax_or_path: Any, w: float, h: float) -> tuple[Figure | None, Axes]:
+    """Draw into the caller's Axes (no figure of ours), or into a new one-panel figure of w x h inches."""
+    if isinstance(ax_or_path, Axes):
+        return None, ax_or_path
+    fig = _new_fig(w, h)
+    return fig, fig.add_subplot(1, 1, 1)
+
+
 def _finish(fig: Figure, ax_or_path: Any) -> Any:
     if ax_or_path is None:
         return fig
@@ -125,12 +133,7 @@ def confidence_histogram(
     """Step histograms of confidences, one per series, with each series' mean marked."""
     _check_series(series, "series")
     data = {name: M._unit(c, f"confidences of {name!r}") for name, c in series.items()}
-    fig = None
-    if isinstance(ax_or_path, Axes):
-        ax = ax_or_path
-    else:
-        fig = _new_fig(6.0, 4.0)
-        ax = fig.add_subplot(1, 1, 1)
+    fig, ax = _single_axes(ax_or_path, 6.0, 4.0)
     edges = np.linspace(0, 1, M._check_bins(n_bins) + 1)
     for color, (name, c) in zip(_colors(len(data)), data.items()):
         ax.hist(c, bins=edges, histtype="step", linewidth=1.5, color=color,
@@ -195,12 +198,7 @@ def soft_scatter(
     and the diagonal; the legend gives the soft ECE and Spearman correlation."""
     _check_series(p_by_series, "p_by_series")
     tt = M._unit(t, "t")
-    fig = None
-    if isinstance(ax_or_path, Axes):
-        ax = ax_or_path
-    else:
-        fig = _new_fig(5.5, 5.5)
-        ax = fig.add_subplot(1, 1, 1)
+    fig, ax = _single_axes(ax_or_path, 5.5, 5.5)
     rng = np.random.default_rng(0)  # jitter only spreads the discrete annotator fractions visually
     jit = rng.uniform(-0.01, 0.01, len(tt))
     edges = np.linspace(0, 1, M._check_bins(n_bins) + 1)

@@ -7,6 +7,7 @@ Kept small (K = 2, 2 prompts a step, ≤ 8 new tokens, LoRA) so the file fits a 
 from __future__ import annotations
 
 import json
+import re
 import math
 import os
 import subprocess
@@ -260,6 +261,20 @@ def test_msmarco_config_validates_and_builds(caplog):
     want = {r["query"]: r["answers"] for r in rows if (r.get("query") or "").strip() and r.get("answers")}
     assert dict(zip(ds["question"], ds["answers"])) == want and len(ds) == 3
     assert "dropped 1 of 4 training rows" in caplog.text
+
+
+def test_msmarco_without_its_split_in_the_mirror_fails_before_loading(data_dir, tmp_path, capsys):
+    """The shared mirror holds only MS MARCO's dev answers: `semcal-train` must stop while it validates the
+    config (exit 2, the fix named), not after the model has loaded."""
+    from trainers.cli import main
+
+    cfg = ROOT / "trainers/configs/cpu_smoke.yaml"
+    out = tmp_path / "run"
+    rc = main([str(cfg), "--set", "data.dataset=msmarco", "--set", "data.split=train",
+               "--set", f"data.data_dir={data_dir}", "--set", f"output_dir={out}"])
+    assert rc == 2 and not out.exists()  # nothing was started
+    assert re.search(r"data.split='train' of msmarco is not in the local data mirror.*data_dir: hub",
+                     capsys.readouterr().err)
 
 
 def test_no_answer_present_is_never_a_gold(tmp_path, caplog):

@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def resolve(argv: list[str] | None = None) -> tuple[dict, argparse.Namespace]:
     """Parse arguments into a validated config."""
-    from trainers.config import load_config, validate
+    from trainers.config import check_data_source, load_config, validate
 
     args = _parser().parse_args(argv)
     config, overrides = args.config, []
@@ -61,6 +61,11 @@ def resolve(argv: list[str] | None = None) -> tuple[dict, argparse.Namespace]:
         overrides.append(f"submit.enabled={str(args.submit).lower()}")
     cfg = load_config(config, overrides)
     validate(cfg)
+    check_data_source(cfg)  # e.g. msmarco on a mirror without its training split: stop before any model loads
+    if cfg["evaluate"].get("enabled"):
+        from trainers.pipeline import check_eval_tasks
+
+        check_eval_tasks(cfg)  # before training: e.g. --method rlcr on csr.yaml's agreement tasks
     return cfg, args
 
 

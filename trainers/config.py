@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from trainers.rewards import validate_calibration_args
+from trainers.rewards import DEFAULT_EPS, DEFAULT_LAMBDA_MAX, DEFAULT_READING, validate_calibration_args
 
 METHODS = ("csr", "rlvr", "rlcr")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
@@ -43,13 +43,15 @@ DEFAULTS: dict[str, Any] = {
         # csr/rlvr: stop sampling at the first newline, as the QA tasks do (until "\n"); rlcr never stops there.
         "stop_at_newline": True,
     },
+    # CSR reward defaults chosen with the reward lab (trainers/reward_lab.py, docs/TRAINING.md): pairwise BCE
+    # divided by log(1/ε), empty answers −1 (fixed in trainers.rewards), λ linear 0 → ½, GRPO batch scaling.
     "reward": {
         "judge": "f1",
         "judge_kwargs": {},
-        "eps": 1e-3,
-        "reading": "rollout",
+        "eps": DEFAULT_EPS,
+        "reading": DEFAULT_READING,
         "lambda_schedule": "linear",
-        "lambda_max": 1.0,
+        "lambda_max": DEFAULT_LAMBDA_MAX,
         "lambda_min": 0.0,
         "lambda_step_fraction": 0.5,
         "gather_groups": False,
@@ -71,6 +73,10 @@ DEFAULTS: dict[str, Any] = {
         "learning_rate": 1e-5,
         "temperature": 1.0,
         "beta": 0.0,
+        # "batch": advantages (r − group mean) / batch std, so λ(t) weighs r_cal against r_RLVR. TRL's default
+        # "group" divides each group by its own std, which blows λ·r_cal up to unit scale in every group whose
+        # rollouts are all right or all wrong, whatever λ is (docs/TRAINING.md).
+        "scale_rewards": "batch",
         "logging_steps": 1,
         "save_steps": 50,
         "save_total_limit": 3,
@@ -175,10 +181,18 @@ def validate(cfg: dict) -> None:
     if cfg["method"] not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {cfg['method']!r}")
     r = cfg["reward"]
+    unknown = set(r) - set(DEFAULTS["reward"])
+    if unknown:
+        raise ValueError(f"unknown reward keys {sorted(unknown)}; known: {sorted(DEFAULTS['reward'])}")
     K = cfg["grpo"].get("num_generations")
     validate_calibration_args(
         K, r["eps"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["lambda_step_fraction"]
     )
+    scale = cfg["grpo"].get("scale_rewards", "group")
+    if scale not in ("group", "batch", "none", True, False):
+        raise ValueError(
+            f"grpo.scale_rewards must be 'batch' (the default here), 'group', 'none' or true/false, got {scale!r}"
+        )
     unknown = set(cfg["data"]) - set(DEFAULTS["data"])
     if unknown:
         raise ValueError(f"unknown data keys {sorted(unknown)}; known: {sorted(DEFAULTS['data'])}")
@@ -192,6 +206,29 @@ def validate(cfg: dict) -> None:
     tpl = cfg["data"].get("prompt_template")
     if tpl is not None and "{question}" not in tpl:
         raise ValueError("data.prompt_template must contain the placeholder {question}")
+
+
+def check_data_source(cfg: dict) -> None:
+    """With a local data mirror, the training split must be there; raise naming the fix if it is not.
+
+    Called before anything is loaded when the training set comes from the config (the hub is only asked at
+    build time): MS MARCO's mirror, for one, holds only the dev answers, so ``data.dataset: msmarco`` must fail
+    here, not after the model has loaded. Not part of :func:`validate`, which also checks configs whose
+    training rows are passed in directly."""
+    from semcal_eval.data import local_splits, resolve_data_dir
+
+    d = cfg["data"]
+    root = resolve_data_dir(d.get("data_dir"))
+    if root is None:
+        return
+    have = local_splits(d["dataset"], d.get("data_dir"))
+    if d["split"] not in have:
+        raise ValueError(
+            f"data.split={d['split']!r} of {d['dataset']} is not in the local data mirror ({root}/{d['dataset']} "
+            f"has {'the splits ' + ', '.join(have) if have else 'no usable split'}). "
+            f"{'Choose one of those, s' if have else 'S'}et data.data_dir: hub to read the hub, or place a "
+            f"hub-schema {d['split']}.jsonl there."
+        )
 
 
 def check_group_layout(args: Any, gather_groups: bool, method: str) -> None:

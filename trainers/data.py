@@ -16,8 +16,7 @@ from typing import Any
 from datasets import Dataset
 
 from semcal_eval.data.fields import qa_example, qa_fields
-from semcal_eval.qa.prompts import qa_doc_to_text
-from trainers.rewards import RLCR_SYSTEM_PROMPT
+from semcal_eval.qa.prompts import RLCR_SYSTEM_PROMPT, qa_doc_to_text, rlcr_prompt
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ def make_prompt(question: str, method: str, style: str = "plain", template: str 
     if method == "rlcr":
         if style == "chat":
             return [{"role": "system", "content": RLCR_SYSTEM_PROMPT}, {"role": "user", "content": question}]
-        return f"{RLCR_SYSTEM_PROMPT}\n\nQuestion: {question}\n"
+        return rlcr_prompt(question)
     text = qa_doc_to_text({"qa_question": question}) if template is None else template.format(question=question)
     if style == "chat":
         return [{"role": "user", "content": text}]

@@ -3,6 +3,10 @@
 Both steps run the ``semcal-eval`` CLI in a subprocess (``python -m semcal_eval ...``), exactly the command a
 user would type, so the checkpoint is evaluated with no conversion: ``--model hf --model_args
 pretrained=OUTPUT/final`` (or ``pretrained=BASE,peft=OUTPUT/final_adapter`` with ``lora.merge_on_save: false``).
+
+Each method is evaluated on the tasks that match its training (``evaluate.tasks`` of its config): csr and rlvr on
+the agreement tasks (``*_semagree``: answer line, stop at a newline), rlcr on the ``*_rlcr`` tasks (RLCR's prompt
+and tags, stop at EOS only, the training token budget: :func:`eval_gen_kwargs`).
 """
 
 from __future__ import annotations
@@ -25,11 +29,66 @@ def model_args(cfg: dict, paths: dict) -> str:
     raise ValueError("training produced neither OUTPUT/final nor OUTPUT/final_adapter; nothing to evaluate")
 
 
-def eval_command(cfg: dict, paths: dict) -> list[str]:
-    e = cfg["evaluate"]
-    tasks = e.get("tasks") or []
+#: The QA tasks' mode (their YAML's ``metadata.mode``) that scores each training method as it was trained.
+EVAL_MODE = {"csr": "agreement", "rlvr": "agreement", "rlcr": "rlcr"}
+
+
+def _task_list(cfg: dict) -> list[str]:
+    tasks = cfg["evaluate"].get("tasks") or []
     if isinstance(tasks, str):
         tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    return [str(t) for t in tasks]
+
+
+def qa_tasks() -> dict[str, tuple[str, str]]:
+    """``{task: (mode, qa_dataset)}`` of every semcal QA task, read from the task YAMLs (mode ``agreement``
+    when the YAML names none)."""
+    from semcal_eval import TASKS_DIR
+    from semcal_eval.harness.task_yaml import iter_task_configs
+
+    return {c["task"]: ((c.get("metadata") or {}).get("mode") or "agreement",
+                        (c.get("dataset_kwargs") or {}).get("qa_dataset"))
+            for _, c in iter_task_configs(TASKS_DIR) if "QATask" in str(c.get("class", ""))}
+
+
+def check_eval_tasks(cfg: dict) -> None:
+    """Raise ``ValueError`` if ``evaluate.tasks`` names a semcal QA task of another mode than the method's
+    (:data:`EVAL_MODE`): an RLCR model on the agreement tasks is scored on its ``<think>`` line and its
+    confidence is never read; a csr/rlvr model on the ``*_rlcr`` tasks has no tags to read. Names that are not
+    semcal QA tasks (tags, other tasks) are not checked. The message names the matching task of each dataset.
+    """
+    want = EVAL_MODE[cfg["method"]]
+    tasks = qa_tasks()
+    bad = [t for t in _task_list(cfg) if t in tasks and tasks[t][0] != want]
+    if bad:
+        fix = []
+        for t in bad:
+            same = sorted((n for n, (m, ds) in tasks.items() if m == want and ds == tasks[t][1]), key=len)
+            fix += same[:1]
+        raise ValueError(
+            f"evaluate.tasks {bad} are {sorted({tasks[t][0] for t in bad})} tasks, but a {cfg['method']} model is "
+            f"evaluated on the {want!r} tasks, which match its training: --set 'evaluate.tasks=[{', '.join(fix)}]' "
+            "(or --no-evaluate and run semcal-eval yourself)"
+        )
+
+
+def eval_gen_kwargs(cfg: dict) -> str | None:
+    """lm-eval ``--gen_kwargs`` that give the evaluation the run's own generation budget, or None.
+
+    rlcr: ``max_gen_toks=<grpo.max_completion_length>``, so an RLCR completion is evaluated with the room it was
+    trained with even when the run overrides the budget (the ``*_rlcr`` tasks default to rlcr.yaml's 256; the
+    QA tasks apply ``max_gen_toks`` to every request and log when it differs from their YAML). csr/rlvr: None
+    (their answers end at the first newline, well inside the tasks' 32 tokens).
+    """
+    if cfg["method"] != "rlcr":
+        return None
+    n = cfg["grpo"].get("max_completion_length")
+    return f"max_gen_toks={int(n)}" if n else None
+
+
+def eval_command(cfg: dict, paths: dict) -> list[str]:
+    e = cfg["evaluate"]
+    tasks = _task_list(cfg)
     if not tasks:
         raise ValueError("evaluate.enabled is true but evaluate.tasks is empty (e.g. [hotpotqa_semagree, nq_open_semagree])")
     out = Path(cfg["output_dir"]) / "eval"
@@ -42,7 +101,11 @@ def eval_command(cfg: dict, paths: dict) -> list[str]:
         cmd += ["--device", "cpu"]
     if e.get("metadata"):
         cmd += ["--metadata", json.dumps(e["metadata"])]
-    cmd += [str(a) for a in (e.get("extra_args") or [])]
+    extra = [str(a) for a in (e.get("extra_args") or [])]
+    gen = eval_gen_kwargs(cfg)
+    if gen and not any(a == "--gen_kwargs" or a.startswith("--gen_kwargs=") for a in extra):
+        cmd += ["--gen_kwargs", gen]  # evaluate.extra_args may set its own
+    cmd += extra
     return cmd
 
 

@@ -6,14 +6,17 @@ are bound with :func:`functools.partial`; TRL names a partial after the wrapped 
 ``rewards/<name>/mean`` metrics stay readable. Dataset columns used: ``answers`` (list of gold strings) and
 ``question`` (the raw question, given to the judge).
 
-CSR (calibration through semantic agreement): r = r_RLVR + λ(t)·r_cal, where for rollout j of a group of K
+CSR (calibration through semantic agreement): r = r_RLVR + λ(t)·r_cal. For rollout j of a group of K, with A the
+judge's agreement matrix (0/1) and y_j the rollout's correctness, the default ("pairwise" reading, bounded)
 
-    p_j   = clip( (1/(K-1)) Σ_{i≠j} A_ji , ε, 1-ε )          A = judge agreement matrix (0/1)
-    r_cal = y_j·log p_j + (1-y_j)·log(1-p_j)                 y_j = correctness of rollout j
+    r_cal,j = (1/(K−1)) Σ_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)] / log(1/ε),   a_ji = clip(A_ji, ε, 1−ε)
 
-("rollout" reading, the default). The "pairwise" reading averages the log score of every single agreement
-instead: r_cal = (1/(K-1)) Σ_{i≠j} [y_j·log clip(A_ji) + (1-y_j)·log(1-clip(A_ji))]. See docs/TRAINING.md
-for both readings, the two collapse modes and why λ(t) ramps up.
+is the binary cross-entropy between each pairwise agreement and the rollout's correctness, scaled to [−1, 0]:
+≈ −(share of the other rollouts that disagree with a correct rollout, or agree with a wrong one). An empty
+answer gets −1, the worst value. With λ(t) ≤ λ_max < 1 every correct rollout earns more than every wrong one,
+and GRPO's ``scale_rewards="batch"`` (the trainer's default) keeps λ(t) a real weight. The "rollout" reading
+(the log score of the mean agreement), the unbounded score, the Brier score and the old empty-answer rule are
+options. docs/TRAINING.md gives the reward lab (``trainers/reward_lab.py``) that chose these defaults.
 
 RLCR (Damani et al., verbalised confidence): 0.5·format + 0.5·correct + 0.5·(1 - (correct - conf)²), split
 into three reward functions so that TRL logs each component.
@@ -22,7 +25,6 @@ into three reward functions so that TRL logs each component.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,10 +32,14 @@ import numpy as np
 
 from semcal_eval import qa
 from semcal_eval.qa.judges import Judge, get_judge
+from semcal_eval.qa.prompts import RLCR_SYSTEM_PROMPT  # noqa: F401  (the RLCR training prompt's one copy)
+from semcal_eval.qa.verbalized import parse_rlcr
 
 __all__ = [
     "SCHEDULES",
     "READINGS",
+    "SCORES",
+    "EMPTY_ANSWERS",
     "GroupLayoutError",
     "completion_text",
     "extract_answer",
@@ -41,6 +47,7 @@ __all__ = [
     "validate_calibration_args",
     "correctness",
     "calibration_scores",
+    "group_calibration_scores",
     "correctness_reward",
     "calibration_reward",
     "parse_rlcr",
@@ -51,6 +58,11 @@ __all__ = [
 
 SCHEDULES = ("linear", "constant", "step")
 READINGS = ("rollout", "pairwise")
+SCORES = ("log", "brier")
+EMPTY_ANSWERS = ("worst", "disagree")
+DEFAULT_EPS = 1e-3
+DEFAULT_READING = "pairwise"
+DEFAULT_LAMBDA_MAX = 0.5
 
 
 class GroupLayoutError(ValueError):
@@ -158,7 +170,7 @@ def _validate_schedule(schedule: str, lambda_max: float, lambda_min: float, step
 def validate_calibration_args(
     num_generations: int | None,
     eps: float,
-    reading: str = "rollout",
+    reading: str = DEFAULT_READING,
     schedule: str = "linear",
     lambda_max: float = 1.0,
     lambda_min: float = 0.0,
@@ -179,44 +191,141 @@ def validate_calibration_args(
     _validate_schedule(schedule, lambda_max, lambda_min, step_fraction)
 
 
+def _validate_score(score: str, empty_answer: str) -> None:
+    if score not in SCORES:
+        raise ValueError(f"unknown calibration score {score!r}; choose one of {', '.join(SCORES)} (score=...)")
+    if empty_answer not in EMPTY_ANSWERS:
+        raise ValueError(
+            f"unknown empty_answer rule {empty_answer!r}; choose one of {', '.join(EMPTY_ANSWERS)} (empty_answer=...)"
+        )
+
+
 # ----------------------------------------------------------------------------------------------------------
 # pure scores
 
 
-def calibration_scores(agreement: np.ndarray, correct: Sequence[float], eps: float = 1e-3, reading: str = "rollout"):
-    """Per-rollout calibration scores of one group, and the confidences p_j.
-
-    Args:
-        agreement: K×K 0/1 judge agreement matrix (diagonal ignored).
-        correct: y_j ∈ {0, 1} for each rollout.
-        eps: clipping ε ∈ (0, 0.5).
-        reading: ``"rollout"`` — r_j = y_j·log p_j + (1−y_j)·log(1−p_j), p_j = clip(mean_{i≠j} A_ji);
-            ``"pairwise"`` — r_j = mean_{i≠j} [y_j·log clip(A_ji) + (1−y_j)·log(1−clip(A_ji))].
-
-    Returns:
-        ``(r_cal, p)``: two float arrays of length K; p is the clipped mean agreement in both readings.
+def calibration_scores(
+    agreement: np.ndarray,
+    correct: Sequence[float],
+    eps: float = DEFAULT_EPS,
+    reading: str = DEFAULT_READING,
+    *,
+    empty: Sequence[bool] | None = None,
+    score: str = "log",
+    bounded: bool = True,
+    empty_answer: str = "worst",
+):
+    """Per-rollout calibration scores of one group, and the confidences p_j (see :func:`group_calibration_scores`,
+    of which this is the one-group form).
 
     >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
-    >>> r, p = calibration_scores(A, [1, 1, 0], eps=0.01)
+    >>> r, p = calibration_scores(A, [1, 1, 0], eps=0.01, reading="rollout", bounded=False)
     >>> p.round(3).tolist()
     [0.5, 0.5, 0.01]
-    >>> r.round(4).tolist()
+    >>> r.round(4).tolist()                                        # log ½, log ½, log(1 − ε)
     [-0.6931, -0.6931, -0.0101]
+    >>> r, _ = calibration_scores(A, [1, 1, 0], eps=0.01)          # default: pairwise, / log(1/ε)
+    >>> r.round(4).tolist()
+    [-0.5011, -0.5011, -0.0022]
     """
     A = np.asarray(agreement, dtype=float)
     y = np.asarray(correct, dtype=float)
-    K = A.shape[0]
-    validate_calibration_args(K, eps, reading)
-    if A.shape != (K, K) or y.shape != (K,):
+    K = A.shape[0] if A.ndim == 2 else -1
+    if A.ndim != 2 or A.shape != (K, K) or y.shape != (K,):
         raise ValueError(f"agreement must be K×K and correct length K; got {A.shape} and {y.shape}")
+    e = None if empty is None else np.asarray(empty, dtype=bool)[None]
+    r, p = group_calibration_scores(
+        A[None], y[None], eps, reading, empty=e, score=score, bounded=bounded, empty_answer=empty_answer
+    )
+    return r[0], p[0]
+
+
+def group_calibration_scores(
+    agreement: np.ndarray,
+    correct: np.ndarray,
+    eps: float = DEFAULT_EPS,
+    reading: str = DEFAULT_READING,
+    *,
+    empty: np.ndarray | None = None,
+    score: str = "log",
+    bounded: bool = True,
+    empty_answer: str = "worst",
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Calibration scores r_cal of G groups of K rollouts at once, and the confidences p.
+
+    For rollout j of a group, with A the group's agreement matrix (A_ji ∈ [0, 1]; the 0/1 judge matrix in the
+    trainer; the diagonal is ignored) and y_j its correctness:
+
+        p_j = clip( (1/(K−1)) Σ_{i≠j} A_ji , ε, 1−ε )
+
+    - ``score="log"`` (the paper's binary cross-entropy), ``reading="pairwise"`` (default): each partner's
+      agreement is scored against the rollout's correctness, s_j = mean_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)],
+      a_ji = clip(A_ji, ε, 1−ε); with 0/1 agreement and ``bounded``, s_j ≈ −(share of partners that disagree
+      with a correct rollout / agree with a wrong one). ``reading="rollout"``: the mean agreement is scored,
+      s_j = y_j·log p_j + (1−y_j)·log(1−p_j). ``bounded=True`` (default) divides by log(1/ε), so
+      r_cal ∈ [−1, 0]; ``bounded=False`` leaves it in [log ε, 0].
+    - ``score="brier"``: s_j = −(y_j − p_j)² (rollout) or mean_{i≠j} −(y_j − A_ji)² (pairwise), in [−1, 0]
+      (``bounded`` changes nothing; ε only clips p).
+    - Empty answers (``empty`` true: nothing to agree with) never agree with another rollout. With
+      ``empty_answer="worst"`` (default) an empty rollout's own score is the worst value of the score
+      (−1 bounded, log ε unbounded), so no rollout earns calibration reward by saying nothing; with
+      ``"disagree"`` it is scored like any wrong answer that agrees with nobody (p = ε, r_cal ≈ 0: the best
+      value, the behaviour before the reward lab).
+
+    Args:
+        agreement: G×K×K agreement values in [0, 1].
+        correct: G×K correctness y ∈ {0, 1}.
+        eps: clipping ε ∈ (0, 0.5).
+        reading: ``"rollout"`` or ``"pairwise"``.
+        empty: G×K booleans, true for an empty answer; None: no empty answers.
+        score: ``"log"`` or ``"brier"``.
+        bounded: divide the log score by log(1/ε).
+        empty_answer: ``"worst"`` or ``"disagree"``.
+
+    Returns:
+        ``(r_cal, p)``, two G×K float arrays.
+
+    >>> A = np.ones((1, 4, 4)); A[0, 3, :3] = A[0, :3, 3] = 0     # three agreeing answers and one other
+    >>> r, p = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), eps=0.01)
+    >>> p.round(3).tolist(), r.round(4).tolist()               # a third of each correct one's partners disagree
+    ([[0.667, 0.667, 0.667, 0.01]], [[-0.3348, -0.3348, -0.3348, -0.0022]])
+    >>> r, _ = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), eps=0.01, empty=np.array([[0, 0, 0, 1]]))
+    >>> r.round(4).tolist()                                     # the odd one out was empty: the worst score
+    [[-0.3348, -0.3348, -0.3348, -1.0]]
+    """
+    A = np.asarray(agreement, dtype=float)
+    y = np.asarray(correct, dtype=float)
+    if A.ndim != 3 or A.shape[1] != A.shape[2] or y.shape != A.shape[:2]:
+        raise ValueError(f"agreement must be G×K×K and correct G×K; got {A.shape} and {y.shape}")
+    G, K = y.shape
+    validate_calibration_args(K, eps, reading)
+    _validate_score(score, empty_answer)
+    if np.any((A < 0) | (A > 1)) or not np.all(np.isfinite(A)):
+        raise ValueError("agreement values must lie in [0, 1]")
+    e = np.zeros((G, K), dtype=bool) if empty is None else np.asarray(empty, dtype=bool)
+    if e.shape != (G, K):
+        raise ValueError(f"empty must be G×K like correct; got {e.shape}")
     off = ~np.eye(K, dtype=bool)
-    p = np.clip(A[off].reshape(K, K - 1).mean(axis=1), eps, 1 - eps)
-    if reading == "rollout":
-        r = y * np.log(p) + (1 - y) * np.log1p(-p)
+    # an empty answer agrees with nothing (its own diagonal is ignored anyway)
+    A = np.where(e[:, :, None] | e[:, None, :], 0.0, A)
+    a = A[:, off].reshape(G, K, K - 1)  # a[g, j, :] = A_ji over partners i ≠ j
+    p = np.clip(a.mean(axis=2), eps, 1 - eps)
+    yy = y[:, :, None]
+    if score == "log":
+        if reading == "rollout":
+            s = y * np.log(p) + (1 - y) * np.log1p(-p)
+        else:
+            ac = np.clip(a, eps, 1 - eps)
+            s = (yy * np.log(ac) + (1 - yy) * np.log1p(-ac)).mean(axis=2)
+        worst = math.log(eps)
+        if bounded:
+            s, worst = s / math.log(1 / eps), -1.0
     else:
-        a = np.clip(A[off].reshape(K, K - 1), eps, 1 - eps)
-        r = (y[:, None] * np.log(a) + (1 - y[:, None]) * np.log1p(-a)).mean(axis=1)
-    return r, p
+        s = -((y - p) ** 2) if reading == "rollout" else -((yy - a) ** 2).mean(axis=2)
+        worst = -1.0
+    if empty_answer == "worst":
+        s = np.where(e, worst, s)
+    return s, p
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -344,51 +453,58 @@ def calibration_reward(
     trainer_state: Any = None,
     *,
     num_generations: int | None = None,
-    eps: float = 1e-3,
-    reading: str = "rollout",
+    eps: float = DEFAULT_EPS,
+    reading: str = DEFAULT_READING,
     lambda_schedule: str = "linear",
-    lambda_max: float = 1.0,
+    lambda_max: float = DEFAULT_LAMBDA_MAX,
     lambda_min: float = 0.0,
     lambda_step_fraction: float = 0.5,
     judge: str | Judge | None = "f1",
     judge_kwargs: dict | None = None,
     gather_groups: bool = False,
+    score: str = "log",
+    bounded: bool = True,
+    empty_answer: str = "worst",
     **kwargs,
 ) -> list[float]:
     r"""CSR calibration reward λ(t)·r_cal for each rollout, computed within its group of K rollouts.
 
-    p_j = clip(mean_{i≠j} A_ji, ε, 1−ε) with A the judge's agreement matrix of the group's short answers;
-    r_cal = y_j·log p_j + (1−y_j)·log(1−p_j) (``reading="rollout"``) or the mean over partners of the
-    per-pair log scores (``reading="pairwise"``); λ(t) from :func:`lambda_at`. Groups are K consecutive
-    completions (TRL's layout). Under ``torch.distributed`` with ``gather_groups=True`` the groups are
-    assembled from all ranks first; without it, a local batch that does not hold whole groups raises
-    :class:`GroupLayoutError`. Logs ``csr/lambda``, ``csr/r_cal`` and ``csr/confidence`` through TRL's
-    ``log_metric``.
+    A is the judge's agreement matrix of the group's short answers and y the correctness of each; r_cal comes
+    from :func:`group_calibration_scores` (default: the pairwise BCE between agreement and correctness,
+    divided by log(1/ε) so that r_cal ∈ [−1, 0]; an empty answer scores −1); λ(t) from :func:`lambda_at`
+    (default linear from 0 to ½: with λ < 1 a correct rollout always earns more than a wrong one). Groups are
+    K consecutive completions (TRL's layout). Under ``torch.distributed`` with ``gather_groups=True`` the
+    groups are assembled from all ranks first; without it, a local batch that does not hold whole groups
+    raises :class:`GroupLayoutError`. Logs ``csr/lambda``, ``csr/r_cal`` (unweighted) and ``csr/confidence``
+    (mean agreement p) through TRL's ``log_metric``.
 
     Args:
         prompts: the prompts (K consecutive equal prompts form a group).
         completions: completions as strings or lists of messages.
         completion_ids: unused.
-        trainer_state: TRL's ``TrainerState``; ``global_step / max_steps`` drives λ(t).
+        trainer_state: TRL's ``TrainerState``; ``global_step / max_steps`` drives λ(t) (TRL scores the first
+            step's rollouts at ``global_step = 0``, so λ = λ_min there).
         num_generations: the group size K ≥ 2.
         eps: clipping ε ∈ (0, 0.5).
-        reading: ``"rollout"`` (default) or ``"pairwise"``.
+        reading: ``"pairwise"`` (default) or ``"rollout"``.
         lambda_schedule, lambda_max, lambda_min, lambda_step_fraction: see :func:`lambda_at`.
         judge, judge_kwargs: the equivalence judge (default token-F1).
         gather_groups: assemble groups across ranks (needed when a rank's batch splits a group).
+        score, bounded, empty_answer: see :func:`group_calibration_scores`.
         **kwargs: dataset columns ``answers`` and ``question``; TRL's ``log_metric``/``log_extra``.
 
-    Example (two groups of K=2, no trainer state so λ = λ_max = 1):
+    Example (two groups of K=2, no trainer state so λ = λ_max = ½):
     ```python
-    >>> out = calibration_reward(["q1"] * 2 + ["q2"] * 2, [" Paris", " Paris", " Rome", " Oslo"],
-    ...                          num_generations=2, eps=0.01, answers=[["Paris"]] * 2 + [["Bern"]] * 2,
-    ...                          question=["q1"] * 2 + ["q2"] * 2)
-    >>> [round(v, 4) for v in out]      # log(0.99) for agreeing correct, log(1-0.01) for disagreeing wrong
-    [-0.0101, -0.0101, -0.0101, -0.0101]
+    >>> out = calibration_reward(["q1"] * 4 + ["q2"] * 4, [" Paris", " Paris", " Paris", " Rome",
+    ...                          " Rome", " Oslo", " Oslo", ""], num_generations=4, eps=0.01,
+    ...                          answers=[["Paris"]] * 4 + [["Bern"]] * 4, question=["q1"] * 4 + ["q2"] * 4)
+    >>> [round(v, 3) for v in out]  # λ·r_cal: r_cal ≈ −(share of partners that contradict the rollout)
+    [-0.167, -0.167, -0.167, -0.001, -0.001, -0.167, -0.167, -0.5]
 
     ```
     """
     validate_calibration_args(num_generations, eps, reading, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
+    _validate_score(score, empty_answer)
     K = int(num_generations)
     n = len(completions)
     answers = _column(kwargs, "answers", n)
@@ -427,13 +543,13 @@ def calibration_reward(
 
     jd = _judge(judge, judge_kwargs)
     y = np.asarray(correctness(questions, preds, golds, jd))
-    r_cal = np.zeros(N)
-    p = np.zeros(N)
-    for start in range(0, N, K):
-        g = slice(start, start + K)
-        # qa.agreement_matrix makes an empty answer agree with nothing but itself (diagonal, ignored here).
-        A = np.asarray(qa.agreement_matrix(questions[start], preds[g], jd), dtype=float)
-        r_cal[g], p[g] = calibration_scores(A, y[g], eps=eps, reading=reading)
+    # qa.agreement_matrix makes an empty answer agree with nothing but itself (diagonal, ignored here).
+    A = np.stack([qa.agreement_matrix(questions[s], preds[s : s + K], jd) for s in range(0, N, K)]).astype(float)
+    empty = np.array([not x.strip() for x in preds]).reshape(-1, K)
+    r_cal, p = group_calibration_scores(
+        A, y.reshape(-1, K), eps, reading, empty=empty, score=score, bounded=bounded, empty_answer=empty_answer
+    )
+    r_cal, p = r_cal.reshape(-1), p.reshape(-1)
     lam = lambda_at(trainer_state, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
 
     log_metric = kwargs.get("log_metric")
@@ -449,44 +565,6 @@ def calibration_reward(
 
 # ----------------------------------------------------------------------------------------------------------
 # RLCR (verbalised confidence)
-
-RLCR_SYSTEM_PROMPT = (
-    "Answer the question. First reason inside <think></think>, then give the short final answer inside "
-    "<answer></answer>, then analyse how likely that answer is to be correct inside <analysis></analysis>, "
-    "and finally state your confidence that the answer is correct as a number between 0 and 1 inside "
-    "<confidence></confidence>."
-)
-
-_RLCR_FORMAT = re.compile(
-    r"^\s*<think>(?P<think>.*?)</think>\s*<answer>(?P<answer>.*?)</answer>\s*"
-    r"<analysis>(?P<analysis>.*?)</analysis>\s*<confidence>(?P<confidence>.*?)</confidence>\s*$",
-    re.DOTALL,
-)
-_RLCR_TAGS = ("think", "answer", "analysis", "confidence")
-
-
-def parse_rlcr(text: str) -> tuple[bool, str, float | None]:
-    """Parse an RLCR completion into ``(format_ok, answer, confidence)``.
-
-    ``answer`` and ``confidence`` come from :func:`semcal_eval.qa.parse_verbalized`, the parser the QA tasks
-    use at evaluation time (last ``<answer>`` block, else the first line; last ``<confidence>`` block as a
-    probability or percentage in [0, 1], else None). ``format_ok``: the completion is exactly
-    ``<think>…</think><answer>…</answer><analysis>…</analysis><confidence>…</confidence>`` (whitespace between
-    blocks allowed, each tag once, nothing outside) and the confidence parsed.
-
-    >>> parse_rlcr("<think>hm</think><answer>Paris</answer><analysis>sure</analysis><confidence>0.9</confidence>")
-    (True, 'Paris', 0.9)
-    >>> parse_rlcr("<think>hm</think><answer>Paris</answer><analysis>sure</analysis><confidence>high</confidence>")
-    (False, 'Paris', None)
-    >>> parse_rlcr("")
-    (False, '', None)
-    """
-    text = text or ""
-    answer, conf = qa.parse_verbalized(text)
-    tags_once = all(text.count(f"<{t}>") == 1 and text.count(f"</{t}>") == 1 for t in _RLCR_TAGS)
-    ok = bool(_RLCR_FORMAT.match(text)) and tags_once and conf is not None
-    return ok, answer, conf
-
 
 def _rlcr_parts(completions: list, kwargs: dict, judge, judge_kwargs) -> tuple[list, list, list]:
     n = len(completions)

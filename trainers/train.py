@@ -5,7 +5,8 @@ Outputs in ``output_dir``:
 - ``checkpoint-N/``: TRL/transformers checkpoints (model or LoRA adapter, optimizer, scheduler, RNG, trainer
   state) plus ``semcal_train.yaml``; ``resume_from_checkpoint`` continues from one.
 - ``final/``: the trained model as a plain HF folder (LoRA merged in), ``use_cache=True``: loads with
-  ``lm_eval --model hf --model_args pretrained=OUTPUT/final``.
+  ``lm_eval --model hf --model_args pretrained=OUTPUT/final``. Written through the trainer's own save path
+  (``Trainer.save_model``), which gathers DeepSpeed ZeRO-3's sharded weights.
 - ``final_adapter/`` (LoRA only): the adapter, for ``pretrained=BASE,peft=OUTPUT/final_adapter``.
 - ``metrics.jsonl``: every log record of the run (rewards per function, λ, r_cal, loss, …), one per line.
 """
@@ -22,7 +23,7 @@ from typing import Any
 import yaml
 
 from trainers import rewards as R
-from trainers.config import check_group_layout, validate
+from trainers.config import check_data_source, check_group_layout, validate
 from trainers.data import build_dataset
 
 
@@ -137,6 +138,41 @@ def newline_token_ids(tok) -> list[int]:
     return [i for i in range(len(tok)) if "\n" in tok.decode([i])]
 
 
+def rollout_stop_ids(cfg: dict, tok) -> list[int]:
+    """Token ids that end a rollout besides the model's own EOS: with ``data.stop_at_newline`` (csr, rlvr)
+    every token that contains a newline, so that a rollout ends where the QA tasks' ``until: ["\\n"]`` ends an
+    answer; none for rlcr (its four blocks span lines; it ends at EOS or ``max_completion_length``, as the
+    ``*_rlcr`` tasks do)."""
+    if cfg["method"] == "rlcr" or not cfg["data"].get("stop_at_newline", True):
+        return []
+    return newline_token_ids(tok)
+
+
+def apply_rollout_stops(cfg: dict, args, model, tok) -> dict | None:
+    """Make both of TRL's generation paths stop at :func:`rollout_stop_ids`; return the model's own
+    generation settings to restore in saved models (None when nothing changed).
+
+    * transformers path: the ids join ``model.generation_config.eos_token_id``. TRL generates with them as EOS
+      and masks every token after the first one, so nothing after the answer line is trained.
+    * vLLM path (``grpo.use_vllm``): TRL reads neither the model's EOS ids nor masks after them, so the same ids
+      go to vLLM as ``generation_kwargs["stop_token_ids"]`` (``SamplingParams`` in colocate mode, the request
+      body in server mode), merged with any the config sets. vLLM still stops at the model's EOS by itself.
+    """
+    ids = rollout_stop_ids(cfg, tok)
+    if not ids:
+        return None
+    eos = model.generation_config.eos_token_id
+    restore = {"eos_token_id": eos}
+    eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+    model.generation_config.eos_token_id = eos + [i for i in ids if i not in eos]
+    if getattr(args, "use_vllm", False):
+        gk = dict(args.generation_kwargs or {})
+        have = list(gk.get("stop_token_ids") or [])
+        gk["stop_token_ids"] = have + [i for i in ids if i not in have]
+        args.generation_kwargs = gk
+    return restore
+
+
 def _callbacks(cfg: dict, restore_generation: dict | None):
     from transformers import TrainerCallback
 
@@ -191,20 +227,16 @@ def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = Non
     from trl import GRPOTrainer
 
     validate(cfg)
+    if train_dataset is None:
+        check_data_source(cfg)  # before any model is loaded
     out_dir = Path(cfg["output_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     args = build_grpo_config(cfg)
     (out_dir / "semcal_train.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     dataset = train_dataset if train_dataset is not None else build_dataset(cfg)
     model, tok, base_path = load_model(cfg)
-    restore = None
-    if cfg["data"].get("stop_at_newline", True) and cfg["method"] != "rlcr":
-        # TRL treats every id in model.generation_config.eos_token_id as an end of sequence (stops and masks
-        # after it), so the newline ends a rollout exactly where the QA tasks' `until: ["\n"]` ends an answer.
-        eos = model.generation_config.eos_token_id
-        restore = {"eos_token_id": eos}
-        eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
-        model.generation_config.eos_token_id = eos + [i for i in newline_token_ids(tok) if i not in eos]
+    # the newline ends a rollout (csr/rlvr) on the transformers and the vLLM path alike
+    restore = apply_rollout_stops(cfg, args, model, tok)
     funcs = reward_funcs if reward_funcs is not None else build_reward_funcs(cfg)[0]
     trainer = GRPOTrainer(
         model=model,
@@ -231,32 +263,67 @@ def train(cfg: dict, train_dataset=None, trainer=None) -> dict:
 
 
 def save_final(trainer, cfg: dict, tok, restore_generation: dict | None = None) -> dict:
-    """Write ``final/`` (full weights, LoRA merged) and, for LoRA, ``final_adapter/``; both with use_cache=True."""
-    out_dir = Path(cfg["output_dir"])
-    if not trainer.is_world_process_zero():
-        trainer.accelerator.wait_for_everyone()
-        return {}
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    for k, v in (restore_generation or {}).items():
-        setattr(model.generation_config, k, v)
-    paths: dict[str, str] = {}
+    """Write ``final/`` (full weights, LoRA merged) and, for LoRA, ``final_adapter/``; both with use_cache=True
+    and the model's own generation settings (``restore_generation``: training's newline EOS ids not leaked).
+
+    Call it on every process. The weights go through the trainer's own save path, ``Trainer.save_model``: under
+    DeepSpeed ZeRO-3 it gathers the sharded parameters (``accelerator.get_state_dict``, a collective every rank
+    must join; ``zero3_save_16bit_model: true`` in the accelerate config) and the main process writes them. A
+    main-process ``model.save_pretrained`` would write that process's empty shards instead.
+
+    LoRA: ``save_model`` writes the adapter to ``final_adapter/``; then, with ``lora.merge_on_save``, the main
+    process loads the base model the adapter names from disk, merges the adapter and writes ``final/``
+    (merging the live model would need its full weights on one process, which ZeRO-3 does not hold).
+
+    Returns ``{"model_dir", "adapter_dir"}`` (those written) on the main process, ``{}`` on the others.
+    """
     from accelerate.utils import is_peft_model
 
-    if is_peft_model(model):
-        adapter = out_dir / "final_adapter"
-        model.save_pretrained(adapter)
-        tok.save_pretrained(adapter)
-        paths["adapter_dir"] = str(adapter)
-        # The adapter records the base it was trained on, so `peft=DIR` also works without pretrained=.
-        model = model.merge_and_unload() if cfg["lora"].get("merge_on_save", True) else None
-    if model is not None:
-        final = out_dir / "final"
-        model.config.use_cache = True
-        model.save_pretrained(final)
-        tok.save_pretrained(final)
-        paths["model_dir"] = str(final)
+    out_dir = Path(cfg["output_dir"])
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    peft = is_peft_model(model)
+    base = model.get_base_model() if peft else model
+    target = out_dir / ("final_adapter" if peft else "final")
+    # the saved config/generation_config are the model's own; the live model keeps training's settings
+    saved = {k: getattr(base.generation_config, k) for k in restore_generation or {}}
+    saved_cache = base.config.use_cache
+    for k, v in (restore_generation or {}).items():
+        setattr(base.generation_config, k, v)
+    base.config.use_cache = True
+    try:
+        trainer.save_model(str(target))
+    finally:
+        for k, v in saved.items():
+            setattr(base.generation_config, k, v)
+        base.config.use_cache = saved_cache
+    paths: dict[str, str] = {}
+    if trainer.is_world_process_zero():
+        if not peft:
+            tok.save_pretrained(target)
+            paths["model_dir"] = str(target)
+        else:
+            paths["adapter_dir"] = str(target)
+            if cfg["lora"].get("merge_on_save", True):
+                paths["model_dir"] = str(merge_adapter(target, out_dir / "final", tok, _dtype(cfg)))
     trainer.accelerator.wait_for_everyone()
     return paths
+
+
+def merge_adapter(adapter_dir: str | os.PathLike, final: str | os.PathLike, tok, dtype=None) -> Path:
+    """Load the base model named in ``adapter_dir/adapter_config.json``, merge the LoRA adapter into it and
+    save the plain HF folder ``final`` (use_cache=True, the base model's own generation settings)."""
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base_path = PeftConfig.from_pretrained(str(adapter_dir)).base_model_name_or_path
+    base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
+    merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    merged.config.use_cache = True
+    if getattr(merged, "generation_config", None) is not None:
+        merged.generation_config.use_cache = True
+    merged.save_pretrained(final)
+    tok.save_pretrained(final)
+    return Path(final)
 
 
 def read_metrics(output_dir: str | os.PathLike) -> list[dict]:

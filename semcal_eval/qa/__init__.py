@@ -6,7 +6,7 @@ module             job
 ``answers``        SQuAD normalisation, exact match, token-F1, correctness, the answer line of a generation
 ``judges``         answer-equivalence judges (F1, EM, embedding, NLI, LLM) and ``get_judge``
 ``agreement``      greedy bidirectional clustering, semantic entropy, the confidences, ``score_question``
-``verbalized``     the verbalised-confidence parser
+``verbalized``     the verbalised-confidence parsers (plain "Confidence: p" and RLCR's tags)
 ``prompts``        the QA tasks' prompts (shared with the trainers)
 ``task``           the lm-eval glue: data hook, filters, ``QATask`` (imports lm-eval; not imported here)
 =================  =====================================================================================
@@ -38,8 +38,16 @@ from .answers import (
     token_f1,
 )
 from .judges import Judge, get_judge
-from .prompts import QA_DESCRIPTION, VERBALIZED_DESCRIPTION, qa_doc_to_text, verbalized_doc_to_text
-from .verbalized import parse_verbalized
+from .prompts import (
+    QA_DESCRIPTION,
+    RLCR_SYSTEM_PROMPT,
+    VERBALIZED_DESCRIPTION,
+    qa_doc_to_text,
+    rlcr_doc_to_text,
+    rlcr_prompt,
+    verbalized_doc_to_text,
+)
+from .verbalized import parse_rlcr, parse_verbalized
 
 __all__ = [
     "normalize_answer",
@@ -61,7 +69,11 @@ __all__ = [
     "conf_likelihood_weighted",
     "score_question",
     "parse_verbalized",
+    "parse_rlcr",
     "QA_DESCRIPTION",
+    "RLCR_SYSTEM_PROMPT",
+    "rlcr_prompt",
+    "rlcr_doc_to_text",
     "VERBALIZED_DESCRIPTION",
     "qa_doc_to_text",
     "verbalized_doc_to_text",

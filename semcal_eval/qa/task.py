@@ -4,9 +4,10 @@ tasks/qa_common): the data hook, the two filters and the task class.
 One document's path: :func:`load` (rows of ``semcal_eval.data`` with ``qa_question`` / ``qa_golds`` from
 :mod:`semcal_eval.data.fields`) → :class:`QATask` builds one greedy and one K-sample ``generate_until``
 request → :class:`JudgeFilter` clusters them (:func:`semcal_eval.qa.agreement.score_question`), or
-:class:`VerbalizedFilter` parses a stated confidence → :meth:`QATask.process_results` returns the one
-confidence record (:func:`semcal_eval.core.records.confidence_record`) under every metric name → the metric
-table (:mod:`semcal_eval.harness.aggregations`).
+:class:`VerbalizedFilter` parses a stated confidence (modes ``verbalized`` and ``rlcr``) →
+:meth:`QATask.process_results` returns the one confidence record
+(:func:`semcal_eval.core.records.confidence_record`) under every metric name → the metric table
+(:mod:`semcal_eval.harness.aggregations`).
 
 Settings come from the task's ``metadata`` (the YAML's, merged with ``--metadata``; the CLI wins), see
 :data:`QA_DEFAULTS`. This module imports lm-eval; the pure QA functions live in :mod:`semcal_eval.qa`.
@@ -33,7 +34,7 @@ from semcal_eval.harness.base import check_aggregations, process_results_marker
 from .agreement import score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
 from .judges import JUDGES, get_judge
-from .verbalized import parse_verbalized
+from .verbalized import parse_rlcr, parse_verbalized
 
 __all__ = [
     "QA_DEFAULTS",
@@ -51,7 +52,9 @@ log = logging.getLogger(__name__)
 
 #: Task settings read from the task's ``metadata`` (YAML ``metadata:`` merged with ``--metadata``, CLI wins).
 QA_DEFAULTS: dict = {
-    "mode": "agreement",  # "agreement": greedy + K samples, judged; "verbalized": one greedy answer + stated confidence
+    # "agreement": greedy + K samples, judged; "verbalized": one greedy answer + stated confidence; "rlcr": the
+    # same for RLCR-trained models (RLCR's prompt and budget; the filter also logs RLCR's format check)
+    "mode": "agreement",
     "num_samples": 10,  # K sampled answers per question (≥ 2)
     "temperature": 1.0,  # sampling temperature of the K samples (the greedy answer is always greedy)
     "top_p": 1.0,  # 1.0 and top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
@@ -60,7 +63,7 @@ QA_DEFAULTS: dict = {
     "correctness": "f1",  # or "judge": the filter's judge says the greedy answer ≡ some gold alias
     "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
     "judge_kwargs": {},  # per judge name, e.g. {"nli": {"model_name": "microsoft/deberta-large-mnli"}}
-    "missing_confidence": 0.5,  # verbalized mode: confidence used when none can be parsed (counted in conf_parse_rate)
+    "missing_confidence": 0.5,  # verbalized/rlcr: confidence used when none can be parsed (counted in conf_parse_rate)
 }
 
 #: generation keys that set the *sampling* of the K answers; ``--gen_kwargs`` may not change them.
@@ -71,7 +74,10 @@ SAMPLING_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "typical
 _RECORD_FIELDS = {
     "agreement": ("conf", "correct", "em", "conf_entropy"),
     "verbalized": ("conf", "correct", "em", "conf_parsed"),
+    "rlcr": ("conf", "correct", "em", "conf_parsed"),
 }
+#: The modes with one greedy answer and a stated confidence (no samples, one VerbalizedFilter).
+_STATED = ("verbalized", "rlcr")
 
 
 def qa_settings(metadata: dict | None) -> dict:
@@ -82,7 +88,7 @@ def qa_settings(metadata: dict | None) -> dict:
     meta = metadata or {}
     s = {**QA_DEFAULTS, **{k: meta[k] for k in QA_DEFAULTS if k in meta}}
     if s["mode"] not in _RECORD_FIELDS:
-        raise ValueError(f"QA task: mode={s['mode']!r} must be 'agreement' or 'verbalized'")
+        raise ValueError(f"QA task: mode={s['mode']!r} must be one of {', '.join(map(repr, _RECORD_FIELDS))}")
     try:
         s["num_samples"] = int(s["num_samples"])
         s["temperature"], s["top_p"] = float(s["temperature"]), float(s["top_p"])
@@ -220,17 +226,25 @@ class JudgeFilter(Filter):
 
 class VerbalizedFilter(Filter):
     """Parse the answer and the stated confidence of each greedy generation
-    (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct ⇔ best token-F1 ≥ ``threshold``."""
+    (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct ⇔ best token-F1 ≥ ``threshold``.
 
-    def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, **_):
-        self.threshold, self.missing = float(threshold), float(missing_confidence)
+    With ``rlcr=True`` (mode ``rlcr``) the generation is read by
+    :func:`~semcal_eval.qa.verbalized.parse_rlcr`, the parser of the RLCR rewards (same answer and confidence),
+    and the record also logs ``format_ok``, RLCR's format term."""
+
+    def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, rlcr: bool = False, **_):
+        self.threshold, self.missing, self.rlcr = float(threshold), float(missing_confidence), bool(rlcr)
 
     def apply(self, resps, docs):
         out = []
         for r, doc in zip(resps, docs):
-            answer, conf = parse_verbalized(r[0])
+            fmt = None
+            if self.rlcr:
+                fmt, answer, conf = parse_rlcr(r[0])
+            else:
+                answer, conf = parse_verbalized(r[0])
             f1 = best_f1(answer, doc["qa_golds"])
-            out.append(json.dumps({
+            rec = {
                 "conf": self.missing if conf is None else conf,
                 "conf_parsed": conf is not None,
                 "correct": int(f1 >= self.threshold),
@@ -238,7 +252,10 @@ class VerbalizedFilter(Filter):
                 "f1": f1,
                 "greedy": answer,
                 "raw": r[0],
-            }, ensure_ascii=False))
+            }
+            if fmt is not None:
+                rec["format_ok"] = fmt
+            out.append(json.dumps(rec, ensure_ascii=False))
         return out
 
 
@@ -270,7 +287,7 @@ def _check_metrics(task: str | None, mode: str, metric_list: list | None) -> Non
 class QATask(ConfigurableTask):
     """QA calibration by semantic agreement: per question one greedy answer (scored for correctness) and
     K sampled answers (``repeats=K`` on a second ``generate_until`` instance), clustered by each judge
-    filter; or, with ``mode: verbalized``, one greedy answer with a stated confidence.
+    filter; or, with ``mode: verbalized`` (or ``rlcr``), one greedy answer with a stated confidence.
 
     Settings come from ``metadata`` (:data:`QA_DEFAULTS`). ``--gen_kwargs`` may change ``until`` or
     ``max_gen_toks`` (applied to greedy and samples, with a warning) but not the sampling keys
@@ -293,10 +310,10 @@ class QATask(ConfigurableTask):
 
     def _filters_from_settings(self, filter_list):
         s = self.qa
-        if s["mode"] == "verbalized":
-            return [{"name": "verbalized", "filter": [{
+        if s["mode"] in _STATED:
+            return [{"name": s["mode"], "filter": [{
                 "function": VerbalizedFilter, "threshold": s["correct_threshold"],
-                "missing_confidence": s["missing_confidence"]}]}]
+                "missing_confidence": s["missing_confidence"], "rlcr": s["mode"] == "rlcr"}]}]
         if s["judges"] is not None:
             filter_list = [{"name": f"judge_{'embed' if j == 'embedding' else j}",
                             "filter": [{"function": JudgeFilter, "judge": j}]} for j in s["judges"]]
@@ -335,7 +352,7 @@ class QATask(ConfigurableTask):
             self._warned_gen = True
         base = {k: v for k, v in cur.items() if k not in SAMPLING_KEYS}
         greedy = {**base, "do_sample": False}
-        if self.qa["mode"] == "verbalized":
+        if self.qa["mode"] in _STATED:
             return greedy, None
         sample = {**base, "do_sample": True, "temperature": self.qa["temperature"],
                   "top_p": self.qa["top_p"], "top_k": self.qa["top_k"]}
@@ -354,7 +371,7 @@ class QATask(ConfigurableTask):
     def process_results(self, doc, results):
         """The one confidence record (:func:`semcal_eval.core.records.confidence_record`) under every metric
         name: ``conf`` (cluster share, or the stated confidence), ``correct``, ``em`` and ``conf_entropy``
-        (agreement) or ``conf_parsed`` (verbalized). The metric table reads each metric's view of it."""
+        (agreement) or ``conf_parsed`` (verbalized, rlcr). The metric table reads each metric's view of it."""
         if "bypass" in self._metric_fn_list:  # --predict_only
             return {"bypass": None}
         rec = results[-1]
@@ -365,7 +382,7 @@ class QATask(ConfigurableTask):
                 f"{self.config.task}: process_results got {type(rec).__name__} results; every filter of a "
                 "QA task must be a semcal_eval.qa.task.JudgeFilter (or VerbalizedFilter) step"
             )
-        if self.qa["mode"] == "verbalized":
+        if self.qa["mode"] in _STATED:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_parsed=int(rec["conf_parsed"]))
         else:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_entropy=rec["conf_entropy"])

@@ -1,7 +1,9 @@
 """Verbalised confidence: split a generation into its answer and the confidence the model stated.
 
 Two formats are read: RLCR's ``<answer>…</answer> <confidence>0.8</confidence>`` and a plain
-``Confidence: 0.8`` / ``Confidence: 80%`` line (what the semcal verbalized prompt asks for). Pure functions.
+``Confidence: 0.8`` / ``Confidence: 80%`` line (what the semcal verbalized prompt asks for). :func:`parse_rlcr`
+adds RLCR's full-format check. The one parser of both: the QA tasks read generations with it and the RLCR
+rewards (``trainers.rewards``) read completions with it, so a model is scored as it was trained. Pure functions.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 
 from .answers import clean_answer
 
-__all__ = ["parse_verbalized"]
+__all__ = ["RLCR_TAGS", "parse_verbalized", "parse_rlcr"]
 
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+))\s*(%?)"
 _CONF_TAG = re.compile(r"<confidence>\s*" + _NUM + r"\s*</confidence>", re.I)
@@ -65,3 +67,37 @@ def parse_verbalized(text: str) -> tuple[str, float | None]:
     else:
         answer = clean_answer(_ANSWER_PREFIX.sub("", text[:cut].strip()))
     return answer, conf
+
+
+#: The four blocks of an RLCR completion, in order.
+RLCR_TAGS = ("think", "answer", "analysis", "confidence")
+_RLCR_FORMAT = re.compile(
+    r"^\s*<think>(?P<think>.*?)</think>\s*<answer>(?P<answer>.*?)</answer>\s*"
+    r"<analysis>(?P<analysis>.*?)</analysis>\s*<confidence>(?P<confidence>.*?)</confidence>\s*$",
+    re.DOTALL,
+)
+
+
+def parse_rlcr(text: str | None) -> tuple[bool, str, float | None]:
+    """Parse an RLCR completion into ``(format_ok, answer, confidence)``.
+
+    ``answer`` and ``confidence`` are :func:`parse_verbalized`'s (last ``<answer>`` block, else the first line;
+    last ``<confidence>`` block as a probability or percentage in [0, 1], else None). ``format_ok``: the text is
+    exactly ``<think>…</think><answer>…</answer><analysis>…</analysis><confidence>…</confidence>`` (whitespace
+    between blocks allowed, each tag once, nothing outside) and the confidence parsed. RLCR's format reward is
+    ``format_ok``; the ``*_rlcr`` tasks log it per answer.
+
+    >>> parse_rlcr("<think>hm</think><answer>Paris</answer><analysis>sure</analysis><confidence>0.9</confidence>")
+    (True, 'Paris', 0.9)
+    >>> parse_rlcr("<think>hm</think><answer>Paris</answer><analysis>sure</analysis><confidence>high</confidence>")
+    (False, 'Paris', None)
+    >>> parse_rlcr("<confidence>80%</confidence> <answer>Paris</answer>")
+    (False, 'Paris', 0.8)
+    >>> parse_rlcr(None)
+    (False, '', None)
+    """
+    text = text or ""
+    answer, conf = parse_verbalized(text)
+    tags_once = all(text.count(f"<{t}>") == 1 and text.count(f"</{t}>") == 1 for t in RLCR_TAGS)
+    ok = bool(_RLCR_FORMAT.match(text)) and tags_once and conf is not None
+    return ok, answer, conf

@@ -1,0 +1,64 @@
+"""The reward lab's table (docs/TRAINING.md, "Choosing the reward: the reward lab").
+
+Every design of ``trainers.reward_lab.DESIGNS`` trained by GRPO on a tabular policy (200 questions, K = 8,
+300 steps) for 5 seeds, mean ± sd over seeds; then the chosen design against RLVR and the design before the lab
+in other lab settings (learning rate, difficulty), so that a conclusion that holds only in one setting shows.
+
+    python benchmarks/reward_lab.py [--seeds 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from trainers import reward_lab as L  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="the main table only")
+    args = ap.parse_args(argv)
+    seeds = tuple(range(args.seeds))
+    t0 = time.perf_counter()
+    res = L.run_lab(L.DESIGNS, seeds=seeds)
+    m = res["_meta"]
+    print(f"## Reward lab: {m['n_questions']} questions, K = {m['K']}, {m['steps']} steps, lr {m['lr']}, "
+          f"seeds {m['seeds']} (mean ± sd over seeds)\n")
+    print(L.format_table(res))
+    rl, ch = res[L.RLVR.name]["mean"], res[L.CHOSEN.name]["mean"]
+    print(f"\nchosen vs RLVR (batch): accuracy {ch['acc'] - rl['acc']:+.3f}, ECE ratio {ch['ece'] / rl['ece']:.2f}, "
+          f"Brier ratio {ch['brier'] / rl['brier']:.2f}, AUROC {ch['auroc'] - rl['auroc']:+.3f}")
+    paired = [(c["ece"] / r["ece"], c["acc"] - r["acc"], c["auroc"] - r["auroc"])
+              for c, r in zip(res[L.CHOSEN.name]["runs"], res[L.RLVR.name]["runs"])]
+    print("per seed (ECE ratio, Δacc, ΔAUROC): " + ", ".join(f"({a:.2f}, {b:+.3f}, {c:+.3f})" for a, b, c in paired))
+    if not args.quick:
+        print("\n## Sensitivity: other lab settings (same seeds)\n")
+        print("| setting | design | acc | ECE | Brier | AUROC | empty | distinct-wrong | lost |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        settings = [
+            ("lr 0.01", dict(lr=0.01), {}),
+            ("lr 0.04", dict(lr=0.04), {}),
+            ("easier: acc_power 2", {}, dict(acc_power=2.0)),
+            ("K = 4", dict(num_generations=4), {}),
+            ("150 steps", dict(steps=150), {}),
+        ]
+        for label, kw, wkw in settings:
+            r = L.run_lab([L.RLVR, L.TODAY, L.CHOSEN], seeds=seeds, world_kwargs=wkw, **kw)
+            for d in (L.RLVR, L.TODAY, L.CHOSEN):
+                mm, sd = r[d.name]["mean"], r[d.name]["sd"]
+                cells = [f"{mm[k]:.3f} ± {sd[k]:.3f}" for k in ("acc", "ece", "brier", "auroc")]
+                cells += [f"{mm[k]:.2f}" for k in ("empty", "distinct_wrong", "lost")]
+                print(f"| {label} | {d.name} | " + " | ".join(cells) + " |")
+    print(f"\nwall time {time.perf_counter() - t0:.1f} s on {os.cpu_count()} CPU(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
