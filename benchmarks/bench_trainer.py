@@ -1,10 +1,13 @@
-"""CSR trainer benchmark on CPU: reward overhead, then a real small CSR vs. RLVR run and its evaluation.
+"""CSR trainer benchmark on CPU: reward overhead, then real small RLVR, CSR and RLCR runs and their evaluation.
 
 1. Reward overhead: time inside the reward functions vs. the rest of each GRPO step (generation, forward,
    backward, optimizer), measured in the same runs. Goal: < 2 % with the token-F1 judge.
-2. CSR vs. RLVR: SmolLM2-135M + LoRA, the HotpotQA training sample, the same seed, data order and step count.
-3. Evaluation of base, RLVR and CSR with the QA tasks (semantic agreement, judge_f1) on HotpotQA dev and
-   NQ-Open dev subsets: accuracy, ECE (15 bins) and AUROC of the agreement confidence.
+2. RLVR, CSR and RLCR: SmolLM2-135M + LoRA, the HotpotQA training sample, the same seed, data order and step
+   count, each with its config's defaults (trainers/configs/cpu_smoke.yaml + the method).
+3. Evaluation, each method on its matching task: base, RLVR and CSR on the semantic-agreement tasks
+   (judge_f1; confidence = the greedy answer's cluster share), RLCR on the ``*_rlcr`` tasks (its own prompt,
+   tags and token budget; confidence = the stated one), on HotpotQA dev and NQ-Open dev subsets: accuracy, ECE
+   (10 bins, as in CSR/RLCR), Brier and AUROC, with 95% bootstrap CIs.
 
     SEMCAL_DATA_DIR=/work/shared/data PYTHONPATH=. python benchmarks/bench_trainer.py --steps 40 --eval-limit 100
 
@@ -24,7 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TASKS = ["hotpotqa_semagree", "nq_open_semagree"]
+DATASETS = ["hotpotqa", "nq_open"]
+#: each method's evaluation (the same mapping trainers/configs point at): agreement tasks, or the RLCR tasks
+EVAL_SUFFIX = {"base": "semagree", "rlvr": "semagree", "csr": "semagree", "rlcr": "rlcr"}
+METHODS = ("rlvr", "csr", "rlcr")
 
 
 def timed(func, bucket: list):
@@ -51,8 +57,10 @@ def train_one(method: str, a) -> dict:
         f"output_dir={out}", f"method={method}", f"grpo.max_steps={a.steps}", f"grpo.save_steps={a.steps}",
         f"grpo.num_generations={a.k}", f"grpo.per_device_train_batch_size={a.k * a.prompts}",
         f"grpo.max_completion_length={a.max_new}", f"grpo.learning_rate={a.lr}", "lora.r=16", "lora.alpha=32",
-        f"data.limit={a.steps * a.prompts}", f"seed={a.seed}", "reward.lambda_schedule=linear",
+        f"data.limit={a.steps * a.prompts}", f"seed={a.seed}",
     ]
+    if method == "rlcr":  # room for <think>…</think><answer>…</answer><analysis>…</analysis><confidence>c</confidence>
+        overrides.append(f"grpo.max_completion_length={a.rlcr_max_new}")
     cfg = load_config(ROOT / "trainers/configs/cpu_smoke.yaml", overrides)
     bucket: list[float] = []
     funcs = [timed(f, bucket) for f in build_reward_funcs(cfg)[0]]
@@ -72,27 +80,38 @@ def train_one(method: str, a) -> dict:
             "first5": first, "last5": last}
 
 
+COLUMNS = ("acc", "ece_uw10", "brier_conf", "auroc_conf")
+
+
 def evaluate(name: str, model_dir: str, a) -> dict:
+    """Run the method's matching tasks and recompute every column (with its 95% CI) from the logged records."""
+    from semcal_eval.core import metric_table as T
+    from semcal_eval.report import load_run
+
     out = Path(a.out) / "eval" / name
+    tasks = [f"{d}_{EVAL_SUFFIX[name]}" for d in DATASETS]
     cmd = [sys.executable, "-m", "semcal_eval", "--model", "hf", "--model_args", f"pretrained={model_dir},dtype=float32",
-           "--tasks", ",".join(TASKS), "--limit", str(a.eval_limit), "--batch_size", "8", "--device", "cpu",
+           "--tasks", ",".join(tasks), "--limit", str(a.eval_limit), "--batch_size", "8", "--device", "cpu",
            "--output_path", str(out), "--log_samples", "--seed", str(a.seed),
            "--metadata", json.dumps({"num_samples": a.eval_samples, "split": "validation"})]
+    if name == "rlcr":
+        cmd += ["--gen_kwargs", f"max_gen_toks={a.rlcr_max_new}"]  # the budget it was trained with
     t0 = time.time()
     subprocess.run(cmd, check=True, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(a.threads)})
-    res = json.loads(sorted(out.rglob("results_*.json"))[-1].read_text())["results"]
-    row = {"model": name, "eval_s": time.time() - t0}
-    for t in TASKS:
-        r = res[t]
-        for m, col in (("acc", "acc"), ("ece_uw15", "ece"), ("auroc_conf", "auroc"), ("brier_conf", "brier")):
-            row[f"{t}/{col}"] = r.get(f"{m},judge_f1")
-        row[f"{t}/ci"] = (r.get("acc_ci_lo,judge_f1"), r.get("acc_ci_hi,judge_f1"),
-                          r.get("ece_uw15_ci_lo,judge_f1"), r.get("ece_uw15_ci_hi,judge_f1"),
-                          r.get("auroc_conf_ci_lo,judge_f1"), r.get("auroc_conf_ci_hi,judge_f1"))
+    run = load_run(out)
+    row = {"model": name, "eval_s": time.time() - t0, "tasks": tasks}
+    for d, t in zip(DATASETS, tasks):
+        (flt, recs), = run[t].items()
+        m = T.compute_all(recs["items"], COLUMNS, ci_names=COLUMNS)
+        for c in COLUMNS:
+            row[f"{d}/{c}"] = (m[c], m.get(f"{c}_ci_lo"), m.get(f"{c}_ci_hi"))
+        row[f"{d}/n"] = len(recs["items"])
     return row
 
 
 def fmt(v):
+    if isinstance(v, (tuple, list)):
+        return f"{v[0]:.3f} [{v[1]:.2f}, {v[2]:.2f}]" if v[1] is not None else f"{v[0]:.3f}"
     return "n/a" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
@@ -102,6 +121,7 @@ def main(argv=None) -> int:
     p.add_argument("--k", type=int, default=4, help="GRPO group size (num_generations)")
     p.add_argument("--prompts", type=int, default=2, help="prompts per step")
     p.add_argument("--max-new", type=int, default=16)
+    p.add_argument("--rlcr-max-new", type=int, default=96, help="RLCR rollout and evaluation budget (tags need room)")
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--eval-limit", type=int, default=100)
@@ -119,7 +139,7 @@ def main(argv=None) -> int:
     summary = {"args": vars(a), "loadavg_start": os.getloadavg(), "train": {}, "eval": []}
     print(f"load average at start: {os.getloadavg()}", flush=True)
 
-    for method in ("rlvr", "csr"):
+    for method in METHODS:
         r = train_one(method, a)
         summary["train"][method] = r
         print(f"[{method}] {r['steps']} steps in {r['wall_s']:.0f} s; reward time {r['reward_time_s']:.2f} s vs "
@@ -132,8 +152,8 @@ def main(argv=None) -> int:
     if not a.skip_eval:
         from semcal_eval.models import resolve_pretrained
 
-        models = [("base", resolve_pretrained("semcal:smollm2-135m")),
-                  ("rlvr", summary["train"]["rlvr"]["model_dir"]), ("csr", summary["train"]["csr"]["model_dir"])]
+        models = [("base", resolve_pretrained("semcal:smollm2-135m"))]
+        models += [(m, summary["train"][m]["model_dir"]) for m in METHODS]
         for name, d in models:
             row = evaluate(name, d, a)
             summary["eval"].append(row)
@@ -146,13 +166,16 @@ def main(argv=None) -> int:
         lines.append(f"| {m} | {r['steps']} | {r['reward_time_s']:.2f} | {r['step_time_s'] - r['reward_time_s']:.1f} "
                      f"| {100 * r['reward_overhead']:.3f} % |")
     if summary["eval"]:
-        lines += ["", "| model | " + " | ".join(f"{t} acc | ECE | AUROC" for t in TASKS) + " |",
-                  "|---|" + "---|---|---|" * len(TASKS)]
-        for row in summary["eval"]:
-            cells = [fmt(row[f"{t}/{c}"]) for t in TASKS for c in ("acc", "ece", "auroc")]
-            lines.append(f"| {row['model']} | " + " | ".join(cells) + " |")
+        for d in DATASETS:
+            lines += ["", f"**{d}** (each model on its matching task; 95% bootstrap CIs)", "",
+                      "| model | task | n | acc | ECE (10 bins) | Brier (conf) | AUROC |", "|---|---|---|---|---|---|---|"]
+            for row in summary["eval"]:
+                t = f"{d}_{EVAL_SUFFIX[row['model']]}"
+                cells = [fmt(row[f"{d}/{c}"]) for c in COLUMNS]
+                lines.append(f"| {row['model']} | {t} | {row[f'{d}/n']} | " + " | ".join(cells) + " |")
     lines.append(f"\nload average start {summary['loadavg_start']}, end {summary['loadavg_end']}; "
-                 f"eval: {a.eval_limit} questions per task, K = {a.eval_samples} samples, judge_f1")
+                 f"eval: {a.eval_limit} questions per task, K = {a.eval_samples} samples (agreement tasks), judge_f1; "
+                 f"steps {a.steps}, seed {a.seed}")
     md = "\n".join(lines)
     (Path(a.out) / "summary.md").write_text(md + "\n")
     (Path(a.out) / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

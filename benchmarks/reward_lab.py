@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             ("K = 4", dict(num_generations=4), {}),
             ("150 steps", dict(steps=150), {}),
         ]
+        summary = []
         for label, kw, wkw in settings:
             r = L.run_lab([L.RLVR, L.TODAY, L.CHOSEN], seeds=seeds, world_kwargs=wkw, **kw)
             for d in (L.RLVR, L.TODAY, L.CHOSEN):
@@ -56,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
                 cells = [f"{mm[k]:.3f} ± {sd[k]:.3f}" for k in ("acc", "ece", "brier", "auroc")]
                 cells += [f"{mm[k]:.2f}" for k in ("empty", "distinct_wrong", "lost")]
                 print(f"| {label} | {d.name} | " + " | ".join(cells) + " |")
+            a, b = r[L.CHOSEN.name]["mean"], r[L.RLVR.name]["mean"]
+            summary.append(f"{label}: Δacc {a['acc'] - b['acc']:+.3f}, ECE ratio {a['ece'] / b['ece']:.2f}, "
+                           f"Brier ratio {a['brier'] / b['brier']:.2f}, ΔAUROC {a['auroc'] - b['auroc']:+.3f}")
+        print("\nchosen vs RLVR (batch) per setting:\n" + "\n".join("  " + x for x in summary))
     print(f"\nwall time {time.perf_counter() - t0:.1f} s on {os.cpu_count()} CPU(s)")
     return 0
 

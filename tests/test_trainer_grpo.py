@@ -106,8 +106,10 @@ def test_two_grpo_steps_log_every_component(runs, method):
             assert math.isfinite(r[f"rewards/{f}/mean"]) and math.isfinite(r[f"rewards/{f}/std"])
         assert math.isfinite(r["reward"]) and math.isfinite(r["loss"])
     if method == "csr":
-        # linear λ(t) = global_step / max_steps, read when the step's rollouts are scored: 0, then 1/2
-        assert [r["csr/lambda"] for r in steps] == [0.0, 0.5]
+        # linear λ(t) = lambda_max · global_step / max_steps (lambda_max = ½ by default, docs/TRAINING.md's lab),
+        # read when the step's rollouts are scored: 0, then ¼
+        lam_max = cfg["reward"]["lambda_max"]
+        assert [r["csr/lambda"] for r in steps] == [0.0, 0.5 * lam_max]
         assert all(math.isfinite(r["csr/r_cal"]) and r["csr/r_cal"] <= 0 for r in steps)
         assert steps[0]["rewards/calibration_reward/mean"] == 0.0  # λ = 0 at the first step
     if method == "rlcr":
@@ -235,7 +237,8 @@ def test_two_processes_split_groups(tmp_path, data_dir):
                         capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr[-3000:]
     logs = [r for r in read_metrics(tmp_path / "gathered") if "reward" in r]
-    assert len(logs) == 1 and logs[0]["csr/lambda"] == 1.0 and math.isfinite(logs[0]["csr/r_cal"])
+    lam_max = load_config(ROOT / "trainers/configs/cpu_smoke.yaml")["reward"]["lambda_max"]
+    assert len(logs) == 1 and logs[0]["csr/lambda"] == lam_max and math.isfinite(logs[0]["csr/r_cal"])
 
 
 # ------------------------------------------------------------------------------------------------ data and config

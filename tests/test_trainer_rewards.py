@@ -22,6 +22,7 @@ from trainers.rewards import (
     calibration_reward,
     calibration_scores,
     correctness_reward,
+    group_calibration_scores,
     lambda_at,
     parse_rlcr,
     rlcr_brier_reward,
@@ -72,51 +73,134 @@ def test_correctness_missing_column_is_a_clear_error():
 
 # ------------------------------------------------------------------------------------------------ calibration
 
+# The design before the reward lab (rollout reading, unbounded log score, empty answers scored as disagreeing
+# wrong answers, λ up to 1, TRL's group scaling): kept as options, checked here against hand values.
+OLD = dict(reading="rollout", bounded=False, empty_answer="disagree")
+LB = math.log(1 / EPS)  # the default r_cal is the log score divided by log(1/ε)
+B1 = L1 / LB  # ≈ 0: a pair scored right, bounded
 
-def test_calibration_group_by_hand_rollout_reading():
-    # K=4: "Paris"≡"paris" (correct); "Lyon" wrong and alone; "" empty (wrong, agrees with nothing).
+
+def test_calibration_group_by_hand_default():
+    # K=4, λ = λ_max = ½ (no trainer state): "Paris"≡"paris" correct, "Lyon" wrong and alone, "" empty.
     comps = ["Paris", "paris", "Lyon", ""]
     out = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, **cols(["Paris"], k=4))
-    expected = [math.log(1 / 3), math.log(1 / 3), L1, L1]
-    assert out == pytest.approx(expected, abs=1e-12)
+    # correct: one partner agrees (right), two do not (each −1); Lyon: nobody agrees (all right); empty: −1
+    expected = [(B1 - 2) / 3, (B1 - 2) / 3, B1, -1.0]
+    assert out == pytest.approx([0.5 * v for v in expected], abs=1e-12)
 
 
-def test_calibration_group_by_hand_pairwise_reading():
+def test_calibration_group_by_hand_old_readings():
     comps = ["Paris", "paris", "Lyon", ""]
-    out = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, reading="pairwise", **cols(["Paris"], k=4))
-    # correct rollouts: one agreeing partner (log(1-ε)) and two disagreeing (log ε), averaged
-    expected = [(L1 + 2 * L0) / 3] * 2 + [L1, L1]
-    assert out == pytest.approx(expected, abs=1e-12)
+    kw = dict(num_generations=4, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=4))
+    rollout = calibration_reward(["p"] * 4, comps, **OLD, **kw)
+    assert rollout == pytest.approx([math.log(1 / 3), math.log(1 / 3), L1, L1], abs=1e-12)
+    pairwise = calibration_reward(["p"] * 4, comps, **{**OLD, "reading": "pairwise"}, **kw)
+    assert pairwise == pytest.approx([(L1 + 2 * L0) / 3] * 2 + [L1, L1], abs=1e-12)
     # pairwise ≤ rollout reading (Jensen: mean of logs ≤ log of mean)
-    rollout = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, **cols(["Paris"], k=4))
-    assert all(a <= b + 1e-12 for a, b in zip(out, rollout))
+    assert all(a <= b + 1e-12 for a, b in zip(pairwise, rollout))
+    # bounded = unbounded / log(1/ε); Brier = −(y − p)² (rollout) or the mean squared pair error (pairwise)
+    bounded = calibration_reward(["p"] * 4, comps, **{**OLD, "bounded": True}, **kw)
+    assert bounded == pytest.approx([v / LB for v in rollout], abs=1e-12)
+    brier = calibration_reward(["p"] * 4, comps, **{**OLD, "score": "brier"}, **kw)
+    assert brier == pytest.approx([-(2 / 3) ** 2] * 2 + [-(EPS**2)] * 2, abs=1e-12)
+    brier_pw = calibration_reward(["p"] * 4, comps, score="brier", **kw)
+    assert brier_pw == pytest.approx([-2 / 3] * 2 + [0.0, -1.0], abs=1e-12)
 
 
 def test_calibration_collapse_modes():
-    """Both collapse modes of the calibration reward alone (docs/TRAINING.md)."""
+    """The reward's collapse modes (docs/TRAINING.md), before the lab and with the defaults."""
+    kw = dict(num_generations=4, eps=EPS, lambda_max=1.0, **cols(["Bern"], k=4))
+    diverse = ["Zurich", "Geneva", "Basel", "Lugano"]
+    trap = ["Zurich", "Zurich", "Zurich", "Bern"]
+    # before: one wrong answer repeated scores log ε for all (no spread: no GRPO signal); all different and
+    # wrong scores log(1-ε) ≈ 0, the supremum; a lone correct answer among a repeated wrong one gets log ε
+    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **OLD, **kw) == pytest.approx([L0] * 4)
+    assert calibration_reward(["p"] * 4, diverse, **OLD, **kw) == pytest.approx([L1] * 4)
+    assert calibration_reward(["p"] * 4, trap, **OLD, **kw) == pytest.approx([math.log(1 / 3)] * 3 + [L0])
+    # defaults: the same ordering within r_cal (scatter is still its best wrong state), but bounded in [−1, 0]
+    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **kw) == pytest.approx([-1.0] * 4)
+    assert calibration_reward(["p"] * 4, diverse, **kw) == pytest.approx([B1] * 4)
+    assert calibration_reward(["p"] * 4, trap, **kw) == pytest.approx([(B1 - 2) / 3] * 3 + [-1.0])
+
+
+def _group_advantages(comps, golds, lam, old=False, K=None):
+    """Advantages of one group under r_RLVR + λ·r_cal: the design before the lab (group scaling) or the defaults."""
+    from trainers.reward_lab import grpo_advantages
+
+    K = K or len(comps)
+    c = cols(golds, k=len(comps))
+    y = correctness_reward(["p"] * len(comps), comps, **c)
+    opts = dict(OLD, lambda_max=1.0) if old else {}
+    cal = calibration_reward(["p"] * len(comps), comps, num_generations=K, lambda_schedule="constant",
+                             **{**opts, "lambda_max": lam}, **c)
+    return grpo_advantages(np.stack([y, cal], axis=1), K, [1.0, 1.0], "group" if old else "batch")
+
+
+def test_lone_correct_rollout_keeps_a_positive_advantage():
+    """K=8, one correct rollout among 7 distinct wrong ones (the issue's measurement)."""
+    comps = ["Bern"] + ["Zurich", "Geneva", "Basel", "Lugano", "Chur", "Sion", "Thun"]
+    # before: +2.47 at λ = 0, −2.39 at step 73 of 500 (λ = 0.146) under the linear schedule from 0 to 1
+    assert _group_advantages(comps, ["Bern"], 0.0, old=True)[0] == pytest.approx(2.474, abs=1e-3)
+    assert _group_advantages(comps, ["Bern"], 0.144, old=True)[0] > 0
+    assert _group_advantages(comps, ["Bern"], 73 / 500, old=True)[0] == pytest.approx(-2.39, abs=0.01)
+    # defaults: the correct rollout earns 1 − λ ≥ ½ against ≈ 0, positive for every λ < 1
+    for lam in np.linspace(0, 0.99, 12):
+        a = _group_advantages(comps, ["Bern"], float(lam))
+        assert a[0] > 0 and np.all(a[1:] < 0)
+
+
+def _expected_reward(a, lam, K=8, **opts):
+    """E[r_RLVR + λ·r_cal] per rollout for a question answered correctly with probability a, the wrong answers
+    all different; exact over the number of correct rollouts n ~ Binomial(K, a)."""
+    from trainers.rewards import group_calibration_scores
+
+    total = 0.0
+    for n in range(K + 1):
+        A = np.eye(K)
+        A[:n, :n] = 1
+        y = np.array([[1.0] * n + [0.0] * (K - n)])
+        r, _ = group_calibration_scores(A[None], y, 1e-3, **opts)
+        total += math.comb(K, n) * a**n * (1 - a) ** (K - n) * float(np.mean(y[0] + lam * r[0]))
+    return total
+
+
+def test_accuracy_always_pays_in_expectation():
+    grid = np.linspace(0, 1, 21)
+    # before (λ = 1): any accuracy below ≈ 0.44 earns less than accuracy 0
+    old = [_expected_reward(a, 1.0, **OLD) for a in grid]
+    below = [a for a, v in zip(grid, old) if a > 0 and v < old[0]]
+    assert below and max(below) == pytest.approx(0.40, abs=0.03) and _expected_reward(0.45, 1.0, **OLD) > old[0]
+    # defaults: strictly increasing in accuracy at every λ up to (just below) 1
+    for lam in (0.0, 0.5, 0.99):
+        new = [_expected_reward(a, lam) for a in grid]
+        assert all(b > a for a, b in zip(new, new[1:])), lam
+
+
+def test_empty_answers_earn_no_calibration_reward():
     kw = dict(num_generations=4, eps=EPS, **cols(["Bern"], k=4))
-    # one wrong answer repeated: p = 1-ε, y = 0 → log ε for everyone (and zero spread: no GRPO signal)
-    same = calibration_reward(["p"] * 4, ["Zurich"] * 4, **kw)
-    assert same == pytest.approx([L0] * 4)
-    # maximally diverse wrong answers: p = ε, y = 0 → log(1-ε) ≈ 0, the supremum of r_cal
-    diverse = calibration_reward(["p"] * 4, ["Zurich", "Geneva", "Basel", "Lugano"], **kw)
-    assert diverse == pytest.approx([L1] * 4)
-    # a lone correct answer among a repeated wrong one is punished by log ε: the trap λ(t) avoids early on
-    trap = calibration_reward(["p"] * 4, ["Zurich", "Zurich", "Zurich", "Bern"], **kw)
-    assert trap == pytest.approx([math.log(1 / 3)] * 3 + [L0])
-    assert max(diverse) > max(trap)
+    # an empty rollout gets the worst score; a wrong one that says something does better
+    out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw)
+    assert out[0] == out[3] == pytest.approx(-0.5) and out[1] > out[0]
+    # all-empty: the worst group there is, not the best (before: log(1−ε) ≈ 0, the supremum)
+    assert calibration_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([-0.5] * 4)
+    assert calibration_reward(["p"] * 4, [""] * 4, **OLD, **kw) == pytest.approx([0.5 * L1] * 4)
+    # so in a group of one empty answer and three different wrong ones, the empty one has the lowest advantage
+    a = _group_advantages(["", "Zurich", "Geneva", "Basel"], ["Bern"], 0.5)
+    assert a[0] < 0 and np.all(a[1:] > 0)
 
 
 def test_calibration_matches_direct_formula_on_random_groups():
-    """r_cal from the reward function = formula applied to an independently built agreement matrix."""
+    """r_cal from the reward function = the formulas applied to an independently built agreement matrix."""
     rng = random.Random(1)
     pool = ["Paris", "paris", "Paris France", "Lyon", "Lyon city", "Nice", "", "the"]
     judge = F1Judge()
     for _ in range(30):
         K = rng.randint(2, 6)
         comps = [rng.choice(pool) for _ in range(K)]
-        out = calibration_reward(["p"] * K, comps, num_generations=K, eps=EPS, **cols(["Paris"], k=K))
-        exp = []
+        kw = dict(num_generations=K, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=K))
+        old = calibration_reward(["p"] * K, comps, **OLD, **kw)
+        new = calibration_reward(["p"] * K, comps, **kw)
+        exp_old, exp_new = [], []
         for j in range(K):
             agree = []
             for i in range(K):
@@ -126,26 +210,49 @@ def test_calibration_matches_direct_formula_on_random_groups():
                 agree.append(bool(a and b) and (a == b or judge.equivalent("q", [(a, b)])[0]))
             p = min(max(sum(agree) / (K - 1), EPS), 1 - EPS)
             y = float(bool(comps[j].strip()) and qa.is_correct(comps[j], ["Paris"]))
-            exp.append(y * math.log(p) + (1 - y) * math.log(1 - p))
-        assert out == pytest.approx(exp, abs=1e-12)
+            exp_old.append(y * math.log(p) + (1 - y) * math.log(1 - p))
+            if not comps[j].strip():
+                exp_new.append(-1.0)
+            else:
+                pair = [min(max(float(g), EPS), 1 - EPS) for g in agree]
+                exp_new.append(np.mean([y * math.log(q) + (1 - y) * math.log(1 - q) for q in pair]) / LB)
+        assert old == pytest.approx(exp_old, abs=1e-12)
+        assert new == pytest.approx(exp_new, abs=1e-12)
 
 
 def test_calibration_scores_edges():
     # K = 2, exact 0/1 agreements, ε at both extremes of its range
     A = np.array([[1, 1], [1, 1]])
-    r, p = calibration_scores(A, [1, 0], eps=1e-6)
+    r, p = calibration_scores(A, [1, 0], eps=1e-6, **OLD)
     assert p.tolist() == [1 - 1e-6, 1 - 1e-6]
     assert r == pytest.approx([math.log(1 - 1e-6), math.log(1e-6)])
+    r, _ = calibration_scores(A, [1, 0], eps=1e-6)
+    assert r == pytest.approx([math.log(1 - 1e-6) / math.log(1e6), -1.0])
     r, p = calibration_scores(np.eye(3), [0, 0, 0], eps=0.49)
     assert np.all(np.isfinite(r)) and p.tolist() == [0.49] * 3
+    for score in ("log", "brier"):  # bounded scores stay in [−1, 0] on random soft agreements
+        rng = np.random.default_rng(0)
+        A = rng.uniform(size=(50, 5, 5))
+        y = rng.integers(0, 2, size=(50, 5))
+        for reading in ("rollout", "pairwise"):
+            r, _ = group_calibration_scores(A, y, 1e-3, reading, empty=rng.uniform(size=(50, 5)) < 0.2, score=score)
+            assert r.min() >= -1 - 1e-12 and r.max() <= 0
+    with pytest.raises(ValueError, match="score"):
+        calibration_scores(np.eye(2), [1, 0], score="spherical")
+    with pytest.raises(ValueError, match="empty_answer"):
+        calibration_scores(np.eye(2), [1, 0], empty_answer="skip")
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        calibration_scores(2 * np.eye(2), [1, 0])
 
 
 def test_lambda_schedules_and_weighting():
     st = SimpleNamespace(global_step=30, max_steps=100)
     kw = dict(num_generations=2, eps=EPS, **cols(["Paris"], k=2))
-    base = calibration_reward(["p"] * 2, ["Paris", "Lyon"], **kw)
+    base = calibration_reward(["p"] * 2, ["Paris", "Lyon"], lambda_max=1.0, **kw)
     lin = calibration_reward(["p"] * 2, ["Paris", "Lyon"], trainer_state=st, lambda_max=2.0, **kw)
     assert lin == pytest.approx([0.6 * v for v in base])
+    default = calibration_reward(["p"] * 2, ["Paris", "Lyon"], **kw)  # no trainer state: λ = λ_max = ½
+    assert default == pytest.approx([0.5 * v for v in base])
     assert lambda_at(st, "constant", lambda_max=0.7) == 0.7
     assert lambda_at(st, "step", lambda_max=1.0, lambda_min=0.1, step_fraction=0.3) == 1.0
     assert lambda_at(st, "step", lambda_max=1.0, lambda_min=0.1, step_fraction=0.31) == 0.1
@@ -164,10 +271,69 @@ def test_metrics_logged_through_trl_hooks():
         log_metric=lambda k, v: logged.setdefault(k, v), log_extra=lambda k, v: extra.setdefault(k, v),
         **cols(["Paris"], k=2),
     )
-    assert logged["csr/lambda"] == 0.25
-    assert logged["csr/r_cal"] == pytest.approx(L1)
+    assert logged["csr/lambda"] == 0.125  # ¼ of λ_max = ½
+    assert logged["csr/r_cal"] == pytest.approx(B1)
     assert logged["csr/confidence"] == pytest.approx(1 - EPS)
     assert extra["confidence"] == pytest.approx([1 - EPS] * 2)
+
+
+# ------------------------------------------------------------------------------------------------ λ at step 1
+
+
+def _rollout_batch():
+    """Groups of K=4 covering every case: all right, all wrong and different, all wrong and equal, all empty,
+    mixed with and without empty answers."""
+    groups = [
+        (["Paris", "paris", "Paris", "the Paris"], ["Paris"]),
+        (["Zurich", "Geneva", "Basel", "Lugano"], ["Bern"]),
+        (["Zurich", "Zurich", "Zurich", "Zurich"], ["Bern"]),
+        (["", "", "", ""], ["Oslo"]),
+        (["Rome", "Rome", "Milan", "Roma"], ["Rome"]),
+        (["Lyon", "", "Paris", "Lyon city"], ["Paris"]),
+        (["Bern", "Zurich", "Zurich", "Zurich"], ["Bern"]),
+        (["Zurich", "Zurich", "Geneva", "Basel"], ["Bern"]),
+    ]
+    prompts, comps, answers = [], [], []
+    for g, (cs, golds) in enumerate(groups):
+        prompts += [f"q{g}"] * 4
+        comps += [" " + c for c in cs]
+        answers += [golds] * 4
+    return prompts, comps, dict(answers=answers, question=prompts)
+
+
+def _trainer_advantages(cfg, step, max_steps=500):
+    """Advantages as the real trainer forms them: build_reward_funcs' functions and weights, the config's
+    scale_rewards, TRL's trainer state at ``step``."""
+    from trainers.reward_lab import grpo_advantages
+    from trainers.train import build_reward_funcs
+
+    funcs, weights = build_reward_funcs(cfg)
+    prompts, comps, c = _rollout_batch()
+    st = SimpleNamespace(global_step=step, max_steps=max_steps)
+    rpf = np.array([f(prompts, comps, None, st, **c) for f in funcs]).T
+    return grpo_advantages(rpf, cfg["grpo"]["num_generations"], weights, cfg["grpo"].get("scale_rewards", "group"))
+
+
+def test_first_step_advantages_equal_rlvr_and_differ_later():
+    """csr.yaml vs rlvr.yaml (same GRPO settings): TRL scores the first step's rollouts at global_step 0,
+    where λ = 0, and the advantages equal RLVR's in every group, all-right and all-wrong ones included. Right
+    after (λ = ½·1/500) they differ by O(λ) — not by O(1) as with group scaling — and later clearly."""
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
+    rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
+    assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "batch"
+    base = _trainer_advantages(rlvr, 0)
+    assert np.all(base[4:16] == 0)  # all right, all wrong, all empty: RLVR has nothing to say
+    first = _trainer_advantages(csr, 0)
+    assert np.abs(first - base).max() <= 1e-6
+    second = _trainer_advantages(csr, 1)
+    assert 0 < np.abs(second - base).max() <= 0.01
+    later = _trainer_advantages(csr, 250)
+    assert np.abs(later - base).max() > 0.1
+    # the all-wrong group with a repeated answer: RLVR is silent, CSR now pushes the repeated answer down
+    assert np.all(base[28:32] == 0) and later[28] < 0 and later[29] < 0 and later[30] > 0 and later[31] > 0
+    # with TRL's group scaling instead, λ = ½·1/500 already moves that group by O(1)
+    grouped = tcfg.apply_override(csr, "grpo.scale_rewards=group")
+    assert np.abs(_trainer_advantages(grouped, 1)[28:32]).max() > 0.5
 
 
 @pytest.mark.parametrize(
@@ -264,6 +430,27 @@ def test_config_override_and_validation(tmp_path):
             tcfg.validate(tcfg.apply_override(cfg, bad))
     with pytest.raises(ValueError, match="key.sub=value"):
         tcfg.apply_override(cfg, "grpo.max_steps")
+    with pytest.raises(ValueError, match="unknown reward keys"):
+        tcfg.validate(tcfg.apply_override(cfg, "reward.lambda_mx=0.3"))
+    with pytest.raises(ValueError, match="scale_rewards"):
+        tcfg.validate(tcfg.apply_override(cfg, "grpo.scale_rewards=std"))
+
+
+def test_reward_defaults_are_the_labs_choice():
+    """The trainer's defaults (DEFAULTS and csr.yaml) = the design the reward lab chose (trainers.reward_lab.CHOSEN)."""
+    from trainers.reward_lab import CHOSEN
+
+    for cfg in (tcfg.load_config(None), tcfg.load_config(ROOT / "trainers/configs/csr.yaml")):
+        r, g = cfg["reward"], cfg["grpo"]
+        assert (r["reading"], r["eps"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"]) == (
+            CHOSEN.reading, CHOSEN.eps, CHOSEN.lambda_schedule, CHOSEN.lambda_max, CHOSEN.lambda_min)
+        assert g["scale_rewards"] == CHOSEN.scale_rewards
+    import inspect
+
+    sig = inspect.signature(calibration_reward).parameters
+    assert (sig["score"].default, sig["bounded"].default, sig["empty_answer"].default) == (
+        CHOSEN.score, CHOSEN.bounded, CHOSEN.empty_answer)
+    assert CHOSEN.method == "csr" and CHOSEN.agreement == "judge" and CHOSEN.aggregation == "sum_then_normalize"
 
 
 def test_group_layout_check_uses_trl_arithmetic():
@@ -329,8 +516,8 @@ def test_two_process_groups_gathered_or_rejected(tmp_path):
         eps=0.01, answers=[["Paris"]] * 2 + [["Bern"]] * 2 + [["Oslo"]] * 2, question=["a", "a", "b", "b", "c", "c"],
     )
     assert outs[0]["gathered"] + outs[1]["gathered"] == pytest.approx(single)
-    # by hand: agreeing correct pairs log(1-ε); the split group b: Rome wrong & alone log(1-ε), Bern correct & alone log ε
-    assert single == pytest.approx([L1, L1, L1, L0, L1, L1])
+    # by hand (λ = ½): agreeing correct pairs and Rome (wrong, alone) score ≈ 0; Bern (correct, alone) −1
+    assert single == pytest.approx([0.5 * B1, 0.5 * B1, 0.5 * B1, -0.5, 0.5 * B1, 0.5 * B1])
     for o in outs:
         assert o["error"] and "gather_groups" in o["error"]
 

@@ -1,35 +1,39 @@
 """Reward lab: GRPO on a tabular policy, to see what a reward design teaches before a GPU run is paid for.
 
-The model is a table: each of N questions has a categorical policy π_q over M candidate answers (strings).
-The candidates of a question form meaning clusters — the correct answer with two paraphrases, W wrong answers
-each with one paraphrase and P *padded variants* ("w pad pad pad": the same wrong meaning, which the token-F1
-judge counts as distinct from every other candidate) — plus the empty answer. Initial policies are
-spread in difficulty (initial probability of the correct meaning uniform in [0, 0.9]) and put most of their
-wrong mass on one or two wrong answers, as language models do.
+The model is a table: each of N questions has a categorical policy π_q over M = 37 candidate answers (strings).
+The candidates form meaning clusters: the correct answer in four forms (one of which the token-F1 judge finds
+equivalent to the gold but not to another paraphrase), W = 8 wrong answers each with one paraphrase and two
+*padded variants* ("w pad pad pad": the same wrong meaning, which the judge counts as different from every other
+candidate), and the empty answer. Initial policies are spread in difficulty (initial probability of the correct
+meaning from 0 to 0.9) and put most of their wrong mass on one or a few wrong answers, as language models do
+(:func:`make_world`).
 
 A training step is one GRPO step of TRL 1.16 on every question: K rollouts per question; rewards from the
-project's own code (``trainers.rewards``: :func:`~trainers.rewards.correctness` and the token-F1 judge of
-``semcal_eval.qa.judges`` precompute correctness and the agreement matrix of every candidate pair once, then
-:func:`~trainers.rewards.group_calibration_scores` and :func:`~trainers.rewards.lambda_at` score each
-group, as :func:`~trainers.rewards.calibration_reward` does); advantages by :func:`grpo_advantages`, which
+project's own code — :func:`trainers.rewards.correctness` and ``semcal_eval.qa.agreement_matrix`` with the
+token-F1 judge judge every candidate pair once, then :func:`trainers.rewards.group_calibration_scores` and
+:func:`trainers.rewards.lambda_at` score each group exactly as :func:`trainers.rewards.calibration_reward`
+does (``tests/test_reward_lab.py`` checks the two agree); advantages by :func:`grpo_advantages`, which
 reproduces TRL's for each ``scale_rewards`` mode, reward weights and both ``multi_objective_aggregation``
-modes; then a policy-gradient step θ_q += lr · Σ_j A_j ∇ log π_q(a_j) / K with one global second-moment
-normaliser (Adam's scale invariance without per-parameter rescaling, so that — as in an LM whose parameters
-are shared by all questions — groups with larger advantages move their question more).
+modes; then a policy-gradient step θ_q += lr·Σ_j A_j ∇ log π_q(a_j) / K with one global second-moment
+normaliser (Adam's invariance to the reward scale, without per-parameter rescaling, so that — as in an LM whose
+parameters all questions share — questions with larger advantages move more).
 
-Evaluation follows the QA tasks (``semcal_eval.qa.agreement.score_question``): the answer is the greedy
-(most probable) string, correct iff the judge finds it equivalent to the gold; its confidence is the
-*agreement confidence*, the expected share of samples the judge finds equivalent to it (0 for an empty
-answer). Reported: accuracy, ECE (15 equal-width bins), Brier and AUROC of that confidence, and the share of
-degenerate questions:
+Evaluation follows the QA tasks (``semcal_eval.qa.agreement.score_question``): the answer is the greedy (most
+probable) string, correct iff the judge finds it equivalent to the gold; its confidence is the *agreement
+confidence*, the share of 10 sampled answers the judge finds equivalent to it (0 for an empty answer).
+Reported (:func:`evaluate`): accuracy; ECE (15 equal-width bins), Brier score and AUROC of that confidence;
+the shares of degenerate questions —
 
 - ``empty``: the empty answer holds ≥ ½ of the probability;
-- ``distinct-wrong``: the correct meaning holds < 0.1, two samples agree (judge) with probability < 0.2 —
-  the policy scatters over answers the judge counts as different (including padded variants of one meaning);
-- ``collapsed-wrong``: the correct meaning holds < 0.1 and one wrong *meaning* holds ≥ 0.8 (padded variants
-  included: gaming the judge with padding is a collapse).
+- ``distinct-wrong``: the correct meaning holds < 0.1 and two samples agree (judge) with probability < 0.2:
+  answers the judge counts as different (padded variants of one wrong answer included);
+- ``collapsed-wrong``: the correct meaning holds < 0.1 and one wrong *meaning* holds ≥ 0.8;
 
-Run the full table with ``python benchmarks/reward_lab.py``; ``tests/test_reward_lab.py`` runs a small one.
+and ``padded`` (mean probability of padded variants: gaming the judge) and ``lost`` (share of the learnable
+questions — initial probability of the correct meaning ≥ 0.01 — whose greedy answer ends wrong).
+
+Run the table with ``python benchmarks/reward_lab.py`` (~40 s on 2 cores); ``tests/test_reward_lab.py`` runs a
+smaller one.
 """
 
 from __future__ import annotations
@@ -136,7 +140,9 @@ def grpo_advantages(
         raise ValueError(f"{len(w)} reward weights for {F} reward functions")
     scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
     if scale not in SCALE_MODES:
-        raise ValueError(f"scale_rewards must be one of {', '.join(SCALE_MODES)} (or True/False), got {scale_rewards!r}")
+        raise ValueError(
+            f"scale_rewards must be one of {', '.join(SCALE_MODES)} (or True/False), got {scale_rewards!r}"
+        )
     unscorable = np.isnan(Rf).all(axis=1)
     if aggregation == "sum_then_normalize":
         r = np.nansum(Rf * w, axis=1)
@@ -359,8 +365,8 @@ def _judge_candidates(question: str, cands: list[str], gold: list[str], jd: Judg
     correct = np.asarray(R.correctness([question] * len(cands), cands, [gold] * len(cands), jd), float)
     agree = np.asarray(qa.agreement_matrix(question, cands, jd), float)
     norm = [bool(normalize_answer(x)) for x in cands]
-    soft = np.array([[token_f1(a, b) if (na and nb) else float(i == j and na) for j, (b, nb) in enumerate(zip(cands, norm))]
-                     for i, (a, na) in enumerate(zip(cands, norm))])
+    soft = np.array([[token_f1(a, b) if (na and nb) else float(i == j and na)
+                      for j, (b, nb) in enumerate(zip(cands, norm))] for i, (a, na) in enumerate(zip(cands, norm))])
     return correct, agree, soft
 
 

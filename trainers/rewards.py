@@ -9,7 +9,7 @@ are bound with :func:`functools.partial`; TRL names a partial after the wrapped 
 CSR (calibration through semantic agreement): r = r_RLVR + λ(t)·r_cal. For rollout j of a group of K, with A the
 judge's agreement matrix (0/1) and y_j the rollout's correctness, the default ("pairwise" reading, bounded)
 
-    r_cal,j = (1/(K−1)) Σ_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)] / log(1/ε),   a_ji = clip(A_ji, ε, 1−ε)
+    r_cal,j = (1/(K−1)) Σ_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)] / log(1/ε),  a_ji = clip(A_ji, ε, 1−ε)
 
 is the binary cross-entropy between each pairwise agreement and the rollout's correctness, scaled to [−1, 0]:
 ≈ −(share of the other rollouts that disagree with a correct rollout, or agree with a wrong one). An empty
@@ -259,11 +259,12 @@ def group_calibration_scores(
         p_j = clip( (1/(K−1)) Σ_{i≠j} A_ji , ε, 1−ε )
 
     - ``score="log"`` (the paper's binary cross-entropy), ``reading="pairwise"`` (default): each partner's
-      agreement is scored against the rollout's correctness, s_j = mean_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)],
-      a_ji = clip(A_ji, ε, 1−ε); with 0/1 agreement and ``bounded``, s_j ≈ −(share of partners that disagree
-      with a correct rollout / agree with a wrong one). ``reading="rollout"``: the mean agreement is scored,
-      s_j = y_j·log p_j + (1−y_j)·log(1−p_j). ``bounded=True`` (default) divides by log(1/ε), so
-      r_cal ∈ [−1, 0]; ``bounded=False`` leaves it in [log ε, 0].
+      agreement is scored against the rollout's correctness,
+      s_j = mean_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)], a_ji = clip(A_ji, ε, 1−ε); with 0/1 agreement
+      and ``bounded``, s_j ≈ −(share of partners that disagree with a correct rollout / agree with a wrong
+      one). ``reading="rollout"``: the mean agreement is scored, s_j = y_j·log p_j + (1−y_j)·log(1−p_j).
+      ``bounded=True`` (default) divides by log(1/ε), so r_cal ∈ [−1, 0]; ``bounded=False`` leaves it in
+      [log ε, 0].
     - ``score="brier"``: s_j = −(y_j − p_j)² (rollout) or mean_{i≠j} −(y_j − A_ji)² (pairwise), in [−1, 0]
       (``bounded`` changes nothing; ε only clips p).
     - Empty answers (``empty`` true: nothing to agree with) never agree with another rollout. With
