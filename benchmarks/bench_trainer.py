@@ -129,6 +129,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default="runs/bench_trainer")
     p.add_argument("--skip-eval", action="store_true")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the methods already trained in OUT/summary.json (same arguments) instead of retraining")
     a = p.parse_args(argv)
 
     import torch
@@ -137,9 +139,15 @@ def main(argv=None) -> int:
     os.environ.setdefault("SEMCAL_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     Path(a.out).mkdir(parents=True, exist_ok=True)
     summary = {"args": vars(a), "loadavg_start": os.getloadavg(), "train": {}, "eval": []}
+    prev = Path(a.out) / "summary.json"
+    if a.resume and prev.is_file():
+        summary["train"] = {m: r for m, r in json.loads(prev.read_text())["train"].items() if Path(r["model_dir"]).is_dir()}
+        print(f"reusing trained methods {sorted(summary['train'])}", flush=True)
     print(f"load average at start: {os.getloadavg()}", flush=True)
 
     for method in METHODS:
+        if method in summary["train"]:
+            continue
         r = train_one(method, a)
         summary["train"][method] = r
         print(f"[{method}] {r['steps']} steps in {r['wall_s']:.0f} s; reward time {r['reward_time_s']:.2f} s vs "

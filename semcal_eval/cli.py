@@ -1,22 +1,32 @@
 """``semcal-eval``: a drop-in for ``lm_eval`` plus semcal's own verbs.
 
-    semcal-eval [lm_eval flags...]            → lm-eval's CLI, with hf-semsoft registered and semcal's tasks found
+    semcal-eval [lm_eval flags...]            → lm-eval's CLI, with hf-semsoft registered and semcal's tasks found,
+                                                then the compact summary (one small table per semcal task)
     semcal-eval models list|install|path ...  → the offline model catalogue
+    semcal-eval summary RESULTS_DIR           → that compact summary again, for a saved run (writes summary.md)
     semcal-eval report RESULTS_DIR            → reliability diagrams, histograms, τ sweep, Markdown tables
     semcal-eval board submit|render|serve ... → the calibration leaderboard
     semcal-eval train CONFIG [overrides]      → the CSR / RLVR / RLCR trainer
 
 lm-eval's own sub-commands (``run``, ``ls``, ``validate``) and its legacy flag-only form both work unchanged.
+After a run of semcal tasks with ``--output_path DIR --log_samples``, the summary (recomputed from the logged
+samples, :mod:`semcal_eval.summary`) is printed after lm-eval's own table and written as ``summary.md`` beside
+``results_*.json``; without ``--log_samples`` one line says how to get it. ``--no_summary`` (semcal's only
+flag; removed before lm-eval parses) or ``SEMCAL_SUMMARY=0`` switches it off.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import sys
+import time
+from pathlib import Path
 
 VERBS = {
     "models": ("semcal_eval.models", "main"),
+    "summary": ("semcal_eval.summary", "main"),
     "report": ("semcal_eval.report", "main"),
     "board": ("leaderboards.cli", "main"),
     "train": ("trainers.cli", "main"),
@@ -90,8 +100,60 @@ def check_semsoft_backend(model: str | None, tasks: list[str] | None) -> None:
         )
 
 
+def semcal_tasks_requested(tasks: list[str] | None) -> bool:
+    """Whether ``--tasks`` names (or matches, lm-eval wildcards included) a semcal task or tag."""
+    if not tasks:
+        return False
+    from semcal_eval import TASKS_DIR
+    from semcal_eval.harness.task_yaml import iter_task_configs
+
+    names: set[str] = set()
+    for _, cfg in iter_task_configs(TASKS_DIR):
+        names.add(cfg["task"])
+        tags = cfg.get("tag") or []
+        names.update([tags] if isinstance(tags, str) else tags)
+    wanted = [t for task in tasks for t in str(task).split(",") if t]
+    return any(fnmatch.filter(names, w) for w in wanted)
+
+
+def results_of_this_run(output_path: str, since: float) -> Path | None:
+    """The newest ``results_*.json`` lm-eval wrote under ``output_path`` (it nests one folder per model, or
+    writes beside ``results.json`` when given a file) at or after ``since`` (a ``time.time()``)."""
+    p = Path(output_path)
+    found = p.parent.glob("results_*.json") if p.suffix == ".json" else [*p.glob("results_*.json"),
+                                                                          *p.glob("*/results_*.json")]
+    fresh = [f for f in found if f.stat().st_mtime >= since - 1]
+    return max(fresh, key=lambda f: f.stat().st_mtime, default=None)
+
+
+def print_summary(args, since: float) -> None:
+    """After ``run``: the compact summary of this run's semcal tasks (see the module docstring)."""
+    if getattr(args, "predict_only", False) or not semcal_tasks_requested(getattr(args, "tasks", None)):
+        return
+    output_path = getattr(args, "output_path", None)
+    if not (output_path and getattr(args, "log_samples", False)):
+        print("semcal: add --output_path DIR --log_samples for the compact calibration summary (one table per "
+              "task, also written as DIR/<model>/summary.md)", flush=True)
+        return
+    results = results_of_this_run(output_path, since)
+    if results is None:
+        print(f"semcal-eval: no summary: no results_*.json written under {output_path} by this run", file=sys.stderr)
+        return
+    from semcal_eval.summary import write_summary
+
+    try:
+        text, path = write_summary(results)
+    except ValueError as e:  # ReportError / RunError name the file and the fix
+        print(f"semcal-eval: no summary: {e}", file=sys.stderr)
+        return
+    print(f"\n{text}\n[semcal] summary written to {path}", flush=True)
+
+
 def run_lm_eval(argv: list[str]) -> int:
-    """Hand ``argv`` to lm-eval's own CLI after registering semcal's backends and task folder."""
+    """Hand ``argv`` to lm-eval's own CLI after registering semcal's backends and task folder; then print the
+    compact summary of a ``run`` (unless ``--no_summary`` or ``SEMCAL_SUMMARY=0``)."""
+    summary = "--no_summary" not in argv and os.environ.get("SEMCAL_SUMMARY", "1") != "0"
+    argv = [a for a in argv if a != "--no_summary"]
     register_backends()
     argv = resolve_model_args(argv)
     from lm_eval._cli import HarnessCLI
@@ -107,9 +169,13 @@ def run_lm_eval(argv: list[str]) -> int:
         sys.argv = saved
     if hasattr(args, "include_path"):
         args.include_path = include_paths(args.include_path)
-    if getattr(args, "command", None) == "run":
+    is_run = getattr(args, "command", None) == "run"
+    if is_run:
         check_semsoft_backend(getattr(args, "model", None), getattr(args, "tasks", None))
+    started = time.time()
     parser.execute(args)
+    if is_run and summary:
+        print_summary(args, started)
     return 0
 
 

@@ -85,9 +85,10 @@ def _sorted_filters(names) -> list[str]:
 
 
 # -- metrics ---------------------------------------------------------------------------------------------------
-def row_metrics(items: list[dict], ci: bool = True, seed: int = 0) -> dict[str, float]:
-    """Every metric of the table that applies to one row (a filter's records), with bootstrap CIs."""
-    return T.compute_all(items, with_ci=ci, seed=seed)
+def row_metrics(items: list[dict], ci: bool = True, seed: int = 0, names=None, ci_names=None) -> dict[str, float]:
+    """Every metric of the table (or of ``names``) that applies to one row (a filter's records), with bootstrap
+    CIs (for ``ci_names`` only, when given)."""
+    return T.compute_all(items, names, with_ci=ci, ci_names=ci_names, seed=seed)
 
 
 def temperature_rows(fit_items: list[dict], apply_items: list[dict]) -> tuple[list[dict], recalibration.TemperatureFit]:
@@ -99,9 +100,10 @@ def temperature_rows(fit_items: list[dict], apply_items: list[dict]) -> tuple[li
 
 
 def task_rows(
-    filters: dict[str, dict], val_filters: dict[str, dict] | None = None, halves: bool = False, seed: int = 0
+    filters: dict[str, dict], val_filters: dict[str, dict] | None = None, halves: bool = False, seed: int = 0,
+    names=None, ci_names=None,
 ) -> tuple[dict[str, dict], dict[str, dict]]:
-    """{row name: metrics} and {row name: items} for one task."""
+    """{row name: metrics} and {row name: items} for one task (``names`` / ``ci_names``: see :func:`row_metrics`)."""
     rows: dict[str, list[dict]] = {}
     notes: dict[str, dict] = {}
     if halves:
@@ -131,7 +133,8 @@ def task_rows(
                 bound = any(it.get("at_bound") for it in f["items"])
                 notes[name] = {"temperature": float(np.mean(temps)), "at_bound": bound}
     table = {
-        name: {"n": len(items), **row_metrics(items, seed=seed), **notes.get(name, {})} for name, items in rows.items()
+        name: {"n": len(items), **row_metrics(items, seed=seed, names=names, ci_names=ci_names), **notes.get(name, {})}
+        for name, items in rows.items()
     }
     return table, rows
 
@@ -143,14 +146,14 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-def markdown_table(table: dict[str, dict], columns: list[str]) -> str:
-    """Rows = filters; ECE-like columns carry their 95% bootstrap CI; ✗ marks rows whose Brier is not below
-    the class-prior predictor's."""
+def markdown_table(table: dict[str, dict], columns: list[str], order=None) -> str:
+    """Rows = filters (in ``order(names)``'s order, default prior first); ECE-like columns carry their 95%
+    bootstrap CI; ✗ marks rows whose Brier is not below the class-prior predictor's."""
     brier_col = next((c for c in ("soft_brier", "brier_mc", "brier_conf") if c in columns), None)
     prior_brier = table.get("prior", {}).get(brier_col) if brier_col else None
     head = ["row", "n", *columns, "T", "beats prior (Brier)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name in _sorted_filters(table):
+    for name in (order or _sorted_filters)(table):
         m = table[name]
         cells = []
         for c in columns:

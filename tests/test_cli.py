@@ -109,3 +109,30 @@ def test_entry_points_are_declared():
     models = {e.name: e.value for e in entry_points(group="lm_eval.models")}
     assert models.get("hf-semsoft") == "semcal_eval.semsoft.backend:SemSoftLM"
     assert any(e.name == "semcal" for e in entry_points(group="lm_eval.tasks"))
+
+
+@pytest.mark.slow
+def test_a_semcal_run_ends_with_the_compact_summary(tmp_path, smollm2_path, data_dir):
+    """The real path: lm-eval's full table, then one small table per task, also written as summary.md."""
+    out = tmp_path / "out"
+    r = run([sys.executable, "-m", "semcal_eval", "--model", "hf-semsoft", "--model_args",
+             "pretrained=semcal:smollm2-135m,dtype=float32", "--device", "cpu", "--batch_size", "8",
+             "--tasks", "goemotions_semsoft", "--limit", "8", "--metadata", '{"split": "validation", "recalibrate": false}',
+             "--log_samples", "--output_path", str(out)])
+    assert r.returncode == 0, r.stderr[-3000:]
+    full, _, summary = r.stdout.partition("semcal summary of `results_")
+    assert "|constrained|" in full.replace(" ", "") and summary, r.stdout[-3000:]  # lm-eval's table comes first
+    (results,) = out.rglob("results_*.json")
+    assert (results.parent / "summary.md").read_text().split("\n", 1)[1] in r.stdout
+    rows = [line.split("|")[1].strip() for line in summary.splitlines() if line.startswith("| ")][1:]
+    assert rows == ["constrained", "semsoft", "prior", "majority", "uniform"]  # no _ts rows under 40 documents
+    # the summary's numbers are lm-eval's own aggregates of the same records
+    agg = json.loads(results.read_text())["results"]["goemotions_semsoft"]
+    line = next(x for x in summary.splitlines() if x.startswith("| semsoft |"))
+    assert f"| {agg['brier_mc,semsoft']:.3f} |" in line and f"{agg['ece_uw15,semsoft']:.3f} [" in line
+
+
+def test_no_summary_flag_is_semcals_own(tmp_path):
+    """`--no_summary` is removed before lm-eval parses (lm-eval would reject it)."""
+    r = run([sys.executable, "-m", "semcal_eval", "ls", "tasks", "--no_summary"])
+    assert r.returncode == 0, r.stderr[-2000:]

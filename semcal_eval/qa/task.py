@@ -207,16 +207,20 @@ class JudgeFilter(Filter):
     which lm-eval logs in ``filtered_resps``.
     """
 
-    def __init__(self, judge: str = "f1", correctness: str = "f1", threshold: float = 0.5, **judge_kwargs):
+    def __init__(self, judge: str = "f1", correctness: str = "f1", threshold: float = 0.5,
+                 num_samples: int | None = None, **judge_kwargs):
         self.judge = get_judge(judge, **judge_kwargs)
         self.correctness, self.threshold = correctness, float(threshold)
+        # lm-eval pads a data-parallel rank's last request with extra responses (evaluator.py,
+        # padding_requests): only the first K are the question's samples
+        self.num_samples = num_samples
 
     def apply(self, resps, docs):
         resps, docs = list(resps), list(docs)
         out: list = []
         for i, doc in _pairs_by_doc(resps, docs, 2):
             greedy = clean_answer(resps[i][0])
-            samples = [clean_answer(s) for s in resps[i + 1]]
+            samples = [clean_answer(s) for s in resps[i + 1][: self.num_samples]]
             rec = score_question(doc["qa_question"], greedy, samples, doc["qa_golds"], self.judge,
                                  threshold=self.threshold, correctness=self.correctness)
             # a JSON string: lm-eval logs filtered_resps with str(), and JSON stays machine-readable
@@ -331,6 +335,7 @@ class QATask(ConfigurableTask):
             step.update(s["judge_kwargs"].get(name, {}))
             step.setdefault("correctness", s["correctness"])
             step.setdefault("threshold", s["correct_threshold"])
+            step.setdefault("num_samples", s["num_samples"])
         return filter_list
 
     def _gen_kwargs(self) -> tuple[dict, dict | None]:

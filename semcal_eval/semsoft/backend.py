@@ -1,8 +1,11 @@
-"""The ``hf-semsoft`` lm-eval backend: HFLM plus one request method, ``semsoft``.
+"""The ``hf-semsoft`` lm-eval backend: HFLM plus one request method, ``semsoft``, and shared-prefix sampling.
 
 One forward pass per document (only the answer position's logits are materialised, via ``logits_to_keep``)
-yields both the constrained baseline and Semantic Softmax for every τ of a sweep. HFLM's own methods are
-inherited untouched, so every stock task still runs on this backend.
+yields both the constrained baseline and Semantic Softmax for every τ of a sweep. ``generate_until`` decodes
+the QA tasks' greedy answer and K samples from one prefill of the prompt
+(:class:`semcal_eval.harness.sampling.SharedPrefixMixin`, docs/SAMPLING.md) and hands every other request to
+HFLM's own ``generate_until``; HFLM's other methods are inherited untouched, so every stock task still runs on
+this backend.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
+from semcal_eval.harness.sampling import SharedPrefixMixin
 from semcal_eval.models import resolve_pretrained
 from semcal_eval.semsoft.scoring import (
     LabelTrie,
@@ -45,16 +49,24 @@ class _LabelSet:
 
 
 @register_model("hf-semsoft")
-class SemSoftLM(HFLM):
-    """HFLM with a ``semsoft`` request type (Semantic Softmax + constrained baseline from one pass).
+class SemSoftLM(SharedPrefixMixin, HFLM):
+    """HFLM with a ``semsoft`` request type (Semantic Softmax + constrained baseline from one pass) and
+    shared-prefix sampling of the QA tasks' ``generate_until`` requests.
 
     ``pretrained`` also accepts catalogue names, ``semcal:smollm2-135m`` (see ``semcal-eval models list``).
+    ``shared_prefix=False`` sends every ``generate_until`` request to HFLM's own path; ``sample_seed`` fixes
+    the seed of the QA samples (default: lm-eval's torch seed, ``--seed``'s third value).
     """
 
-    def __init__(self, pretrained="semcal:smollm2-135m", **kwargs):
+    def __init__(self, pretrained="semcal:smollm2-135m", shared_prefix: bool = True, sample_seed: int | None = None,
+                 **kwargs):
         if isinstance(pretrained, str):
             pretrained = resolve_pretrained(pretrained)
         super().__init__(pretrained=pretrained, **kwargs)
+        if isinstance(shared_prefix, str):  # a --model_args value that lm-eval left as text
+            shared_prefix = shared_prefix.strip().lower() not in ("false", "0", "no", "off")
+        self.shared_prefix = bool(shared_prefix)
+        self.sample_seed = None if sample_seed is None else int(sample_seed)
         self._label_sets: dict[tuple, _LabelSet] = {}
 
     # -- pieces -------------------------------------------------------------------------------------------

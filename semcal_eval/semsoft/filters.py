@@ -2,11 +2,17 @@
 
 * ``semsoft_select``: the constrained baseline or P_sem at one τ.
 * ``crossfit_temperature``: temperature scaling fitted without a second model pass and without touching the
-  document it is applied to — 2-fold cross-fitting over the evaluated documents (documents at even positions
-  are scaled with the temperature fitted on the odd ones and vice versa). The fitted temperatures are written
-  into each filtered response and reported as the ``temperature`` metric.
+  document it is applied to — 2-fold cross-fitting over all evaluated documents. The evaluated doc_ids are
+  sorted; documents at even places of that list form fold 0, the others fold 1 (with lm-eval's contiguous
+  doc_ids 0..n-1, fold = doc_id % 2), and each fold is scaled with the temperature fitted on the other. The
+  folds depend only on the documents' ids, so they are the same under any data-parallel sharding; with
+  several processes the filter gathers (doc_id, probs, gold) from every rank
+  (:func:`semcal_eval.harness.distributed.gather_rows`), fits on the whole set and returns its own
+  documents' rows. The fitted temperatures are written into each filtered response and reported as the
+  ``temperature`` metric.
 * ``reference_predictor``: model-free rows — ``prior`` (training-split class frequencies), ``majority``
-  (all mass on the most frequent training class) and ``uniform``.
+  (all mass on the most frequent training class) and ``uniform``. Per document and from the training split
+  only, so sharding does not change them.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from lm_eval.api.registry import register_filter
 
 from semcal_eval.core import recalibration
 from semcal_eval.core.records import first_gold
+from semcal_eval.harness.distributed import gather_rows
+from semcal_eval.semsoft.scoring import SemSoftError
 from semcal_eval.semsoft.spec import SemSoftResponse
 
 
@@ -37,6 +45,17 @@ class TaskView:
 
     def train_soft_targets(self):
         return self._task.train_soft_targets()
+
+    def doc_ids(self, docs) -> list[int]:
+        """lm-eval's doc_id of each of ``docs``: a filter gets the task's instances' docs in instance order
+        (``FilterEnsemble.apply``), one instance per document for a semsoft task."""
+        insts = getattr(self._task, "_instances", None) or []
+        if len(insts) != len(docs) or any(i.doc is not d for i, d in zip(insts, docs)):
+            raise SemSoftError(
+                f"task {self._task.config.task}: a semsoft filter got {len(docs)} documents that are not the "
+                f"task's {len(insts)} instances (one per document); apply it through task.apply_filters()"
+            )
+        return [int(i.doc_id) for i in insts]
 
     def __repr__(self) -> str:  # shows up in the results' task config
         return "<the task's own gold labels and training split>"
@@ -61,22 +80,30 @@ def _probs(r):
 
 @register_filter("crossfit_temperature")
 class CrossfitTemperature(Filter):
-    """Temperature scaling, 2-fold cross-fitted on the evaluated documents (see module docstring)."""
+    """Temperature scaling, 2-fold cross-fitted on all evaluated documents (see module docstring).
+
+    ``task`` gives gold labels and doc_ids (:class:`TaskView`); a stand-in without ``doc_ids`` (tests,
+    direct calls) numbers the documents by position.
+    """
 
     def __init__(self, task: TaskView, **kwargs):
         self.task = task
 
     def apply(self, resps, docs):
-        probs = np.asarray([_probs(r) for r in resps], dtype=float)
-        labels = np.asarray([first_gold(self.task.gold(d)) for d in docs])
-        idx = np.arange(len(docs))
-        out: list = [None] * len(docs)
-        for fold in (0, 1):
-            fit_on, apply_to = idx[idx % 2 != fold], idx[idx % 2 == fold]
+        ids = self.task.doc_ids(docs) if hasattr(self.task, "doc_ids") else list(range(len(docs)))
+        rows = [(_probs(r), first_gold(self.task.gold(d))) for r, d in zip(resps, docs)]
+        all_ids, all_rows = gather_rows(ids, rows)  # every rank's documents, sorted by doc_id
+        probs = np.asarray([p for p, _ in all_rows], dtype=float)
+        labels = np.asarray([y for _, y in all_rows])
+        fold = np.arange(len(all_ids)) % 2
+        out: dict = {}
+        for f in (0, 1):
+            fit_on, apply_to = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
             scaled, fit = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
             for i, p in zip(apply_to, scaled):
-                out[i] = {"probs": p.tolist(), "temperature": float(fit.T), "at_bound": bool(fit.at_bound), "fold": fold}
-        return out
+                out[all_ids[i]] = {"probs": p.tolist(), "temperature": float(fit.T), "at_bound": bool(fit.at_bound),
+                                   "fold": f}
+        return [out[i] for i in ids]
 
 
 @register_filter("reference_predictor")

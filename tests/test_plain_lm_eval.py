@@ -1,0 +1,172 @@
+"""Plain ``lm_eval`` after ``pip install``: the plugin of docs/PLUGIN.md, tested in fresh interpreters.
+
+Every test starts a new process, because the plugin acts at interpreter start-up (a ``.pth`` file) and when
+lm-eval is first imported. Start-up cost is measured, not asserted: benchmarks/bench_plugin_startup.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+ON = {**ENV, "SEMCAL_LM_EVAL_PLUGIN": "1"}
+OFF = {**ENV, "SEMCAL_LM_EVAL_PLUGIN": "0"}
+# the stock console script of this interpreter's lm-eval (not a shell shim), as users run it
+LM_EVAL = str(Path(sys.executable).with_name("lm_eval"))
+
+
+def run(args, env, **kw) -> subprocess.CompletedProcess:
+    # cwd outside the checkout: nothing may come from the current directory, only from the installed package
+    return subprocess.run(args, cwd=kw.pop("cwd", "/"), env=env, capture_output=True, text=True,
+                          timeout=kw.pop("timeout", 900), **kw)
+
+
+def py(code: str, env=ON) -> subprocess.CompletedProcess:
+    r = run([sys.executable, "-c", code], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def test_pth_is_installed_and_the_switch_turns_the_hook_off():
+    from importlib.metadata import distribution
+
+    files = {str(f) for f in distribution("semcal-eval").files or ()}
+    assert "semcal_eval_lm_eval_plugin.pth" in files, (
+        "the plugin's .pth is not installed: reinstall with `pip install -e .`"
+    )
+    probe = (
+        "import sys\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'semcal_eval', 'lm_eval'}))\n"
+        "print([type(f).__name__ for f in sys.meta_path])\n"
+    )
+    mods, finders = py(probe, ON).stdout.splitlines()
+    assert mods == "[]", "start-up must not import semcal_eval or lm_eval"
+    assert "LmEvalFinder" in finders
+    for off in ("0", "false", "OFF", "no"):
+        assert "LmEvalFinder" not in py(probe, {**ENV, "SEMCAL_LM_EVAL_PLUGIN": off}).stdout
+
+
+def test_importing_lm_eval_registers_hf_semsoft_lazily_and_finds_the_tasks():
+    code = (
+        "import sys\n"
+        "from lm_eval.api.registry import model_registry\n"
+        "from lm_eval.tasks import TaskManager\n"
+        "assert {'hf', 'huggingface', 'dummy'} <= set(model_registry.keys())\n"
+        "assert model_registry._objs['hf-semsoft'] == 'semcal_eval.semsoft.backend:SemSoftLM'\n"
+        "assert 'torch' not in sys.modules and 'semcal_eval.semsoft.backend' not in sys.modules\n"
+        "tm = TaskManager(include_defaults=False)\n"
+        "print('goemotions_semsoft' in tm.all_tasks, 'goemotions_base' in tm.all_tasks)\n"
+        "from lm_eval.tasks.manager import TaskManager as Stock\n"
+        "print(isinstance(tm, Stock))\n"
+    )
+    assert py(code, ON).stdout.split() == ["True", "True", "True"]
+
+
+def test_switched_off_lm_eval_knows_neither_backend_nor_tasks():
+    code = (
+        "from lm_eval.api.registry import model_registry\n"
+        "import lm_eval.models\n"
+        "from lm_eval.tasks import TaskManager\n"
+        "from lm_eval.tasks.manager import TaskManager as Stock\n"
+        "print('hf-semsoft' in model_registry, TaskManager is Stock,\n"
+        "      'goemotions_semsoft' in TaskManager(include_defaults=False).all_tasks)\n"
+    )
+    assert py(code, OFF).stdout.split() == ["False", "True", "False"]
+
+
+def test_semcal_eval_registering_too_is_idempotent():
+    """semcal-eval registers hf-semsoft and passes the task folder itself; with the plugin on nothing doubles."""
+    code = (
+        "import logging\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "from semcal_eval.cli import include_paths, register_backends\n"
+        "register_backends()\n"
+        "from lm_eval.api.registry import get_model\n"
+        "from semcal_eval.semsoft.backend import SemSoftLM\n"
+        "assert get_model('hf-semsoft') is SemSoftLM and get_model('hf').__name__ == 'HFLM'\n"
+        "from lm_eval.tasks import TaskManager\n"
+        "tm = TaskManager(include_path=include_paths(None), include_defaults=False)\n"
+        "print(tm.include_path == include_paths(None), 'goemotions_semsoft' in tm.all_tasks)\n"
+    )
+    r = py(code, ON)
+    assert r.stdout.split() == ["True", "True"]
+    assert "overrides existing task" not in r.stderr
+
+
+def test_users_include_path_is_kept_and_wins():
+    from semcal_eval import TASKS_DIR
+    from semcal_eval.lm_eval_plugin import with_task_dirs
+
+    user = str(REPO / "tests" / "fixtures" / "user_tasks")
+    assert with_task_dirs(user, [TASKS_DIR.resolve()]) == [str(TASKS_DIR.resolve()), user]
+    assert with_task_dirs([str(TASKS_DIR / "goemotions")], [TASKS_DIR.resolve()]) == [str(TASKS_DIR / "goemotions")]
+    code = (
+        "from lm_eval.tasks import TaskManager\n"
+        f"tm = TaskManager(include_path={user!r}, include_defaults=False)\n"
+        "print('tiny_user_mc' in tm.all_tasks, 'goemotions_semsoft' in tm.all_tasks)\n"
+    )
+    assert py(code, ON).stdout.split() == ["True", "True"]
+
+
+def test_declared_entry_points_name_the_registered_objects():
+    """Every lm_eval.* entry point resolves to the object semcal registers under that name (no typo in pyproject)."""
+    from importlib.metadata import distribution
+
+    from lm_eval.api.registry import filter_registry, model_registry
+
+    from semcal_eval import TASKS_DIR
+
+    eps = {(e.group, e.name): e for e in distribution("semcal-eval").entry_points if e.group.startswith("lm_eval.")}
+    assert {g for g, _ in eps} == {"lm_eval.models", "lm_eval.filters", "lm_eval.tasks"}
+    for (group, name), ep in eps.items():
+        obj = ep.load()
+        if group == "lm_eval.models":
+            assert model_registry.get(name) is obj
+        elif group == "lm_eval.filters":
+            assert filter_registry.get(name) is obj
+        else:
+            assert Path(obj) == TASKS_DIR
+
+
+def test_ls_lists_semcal_tasks_next_to_lm_evals_own():
+    r = run([LM_EVAL, "ls", "tasks"], ON)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "goemotions_semsoft" in r.stdout and "civil_comments_full_semsoft" in r.stdout
+    assert "hellaswag" in r.stdout
+
+
+@pytest.mark.parametrize("cmd", [[LM_EVAL], [sys.executable, "-m", "lm_eval"]], ids=["console-script", "python-m"])
+def test_stock_hf_on_a_semsoft_task_stops_before_loading_the_model(cmd):
+    # `pretrained=unused` is no model at all: reaching the model load would fail with a different error
+    r = run([*cmd, "--model", "hf", "--model_args", "pretrained=unused", "--tasks", "goemotions_semsoft",
+             "--limit", "2"], ON)
+    assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
+    assert "goemotions_semsoft" in r.stderr and "--model hf-semsoft" in r.stderr
+    assert "unused" not in r.stderr  # no attempt to load it
+
+
+def test_semcal_model_name_on_the_command_line_is_resolved_or_reported():
+    r = run([LM_EVAL, "--model", "hf", "--model_args", "pretrained=semcal:no-such-model", "--tasks",
+             "goemotions_base", "--limit", "2"], ON)
+    assert r.returncode == 2 and "no-such-model" in r.stderr, r.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_stock_lm_eval_runs_hf_semsoft_on_goemotions(data_dir, smollm2_path, tmp_path):
+    """The issue's command, through the stock console script: exit 0 and the semsoft rows in lm-eval's table."""
+    r = run([LM_EVAL, "--model", "hf-semsoft", "--model_args", "pretrained=semcal:smollm2-135m,dtype=float32",
+             "--device", "cpu", "--batch_size", "8", "--tasks", "goemotions_semsoft", "--limit", "40",
+             "--metadata", '{"split":"validation"}', "--output_path", str(tmp_path)], ON)
+    assert r.returncode == 0, r.stderr[-4000:]
+    rows = re.findall(r"^\|[^|]*\|[^|]*\|\s*(\w+)\s*\|\s*\d+\|\s*(\w+)\s*\|", r.stdout, flags=re.M)
+    assert ("semsoft", "acc") in rows and ("constrained", "acc") in rows, r.stdout[-3000:]
+    assert "goemotions_semsoft" in r.stdout
+    (results,) = tmp_path.rglob("results_*.json")
+    assert str(smollm2_path) in results.read_text()  # semcal:NAME resolved to the cached folder
