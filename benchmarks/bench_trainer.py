@@ -90,7 +90,10 @@ def evaluate(name: str, model_dir: str, a) -> dict:
 
     out = Path(a.out) / "eval" / name
     tasks = [f"{d}_{EVAL_SUFFIX[name]}" for d in DATASETS]
-    cmd = [sys.executable, "-m", "semcal_eval", "--model", "hf", "--model_args", f"pretrained={model_dir},dtype=float32",
+    # hf-semsoft is HFLM plus shared-prefix sampling (docs/SAMPLING.md): the same answers' distribution, the
+    # prompt encoded once per question instead of K + 1 times
+    cmd = [sys.executable, "-m", "semcal_eval", "--model", "hf-semsoft",
+           "--model_args", f"pretrained={model_dir},dtype=float32",
            "--tasks", ",".join(tasks), "--limit", str(a.eval_limit), "--batch_size", "8", "--device", "cpu",
            "--output_path", str(out), "--log_samples", "--seed", str(a.seed),
            "--metadata", json.dumps({"num_samples": a.eval_samples, "split": "validation"})]

@@ -1,46 +1,69 @@
-"""``semcal-eval board``: submit, list, render and serve the calibration leaderboard.
+"""``semcal-eval board``: submit, evaluate, list, render and serve the calibration leaderboard.
 
     semcal-eval board submit OUTPUT_DIR --model-name NAME --method base|semsoft|csr|rlvr|rlcr|... [--db PATH]
+                             [--no-spot-check] [--spot-check-seed N]
+    semcal-eval board evaluate MODEL [--tasks t1,t2] [--limit N] [--model-name NAME] [--method M] [--device D]
+                               [--no-wait] [--db PATH]
+    semcal-eval board worker [--once] [--db PATH]
+    semcal-eval board jobs   [--db PATH]
     semcal-eval board list   [--db PATH]
     semcal-eval board render --out site/ [--db PATH]
     semcal-eval board serve  [--site site/] [--port 8765]
 
+Tiers (docs/LEADERBOARD.md, "Verified entries"): ``evaluate`` runs lm-eval itself with pinned settings and
+stores *verified* entries; ``submit`` re-scores a random sample of documents with the model the run names
+(*spot-checked*), or stores the run as *self-reported* with the reason when that model cannot be loaded here.
+
 The database is ``--db``, else ``$SEMCAL_BOARD_DB``, else the user data dir (see :mod:`leaderboards.db`).
-Exit status: 0 on success, 2 on a rejected submission or bad arguments (the message says why).
+Exit status: 0 on success, 2 on a rejected submission, a failed job or bad arguments (one line says why).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
-import re
 import sqlite3
 import sys
 from pathlib import Path
 
-from .errors import REJECTED
+from . import names
+from .errors import REJECTED, SubmissionError
+from .names import KNOWN_METHODS
 
-KNOWN_METHODS = ("base", "semsoft", "temperature", "csr", "rlvr", "rlcr")
-_METHOD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}$")
-MAX_MODEL_NAME = 200
-
-
-def _model_name(s: str) -> str:
-    if not s.strip() or len(s) > MAX_MODEL_NAME or any(ord(c) < 32 or ord(c) == 127 for c in s):
-        raise argparse.ArgumentTypeError(
-            f"model name must be 1-{MAX_MODEL_NAME} printable characters, got {s[:40]!r}"
-        )
-    return s
+DEFAULT_EVAL_TASKS = "goemotions_semsoft"
 
 
-def _method(s: str) -> str:
-    if not _METHOD_RE.match(s):
-        raise argparse.ArgumentTypeError(
-            f"method {s[:40]!r} must be a short identifier (letters, digits, _ . + -), e.g. one of "
-            + ", ".join(KNOWN_METHODS)
-        )
-    return s
+def _checked(check):
+    """An argparse type from a :mod:`leaderboards.names` check (NFC; no control, bidi or zero-width characters)."""
+
+    def parse(s: str) -> str:
+        try:
+            return check(s)
+        except SubmissionError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = check.__name__  # argparse names the type in its usage errors
+    return parse
+
+
+_model_name = _checked(names.model_name)
+_method = _checked(names.method)
+
+
+def _positive_int(s: str) -> int:
+    try:
+        n = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s[:40]!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} must be at least 1")
+    return n
+
+
+def _tasks(s: str) -> list[str]:
+    tasks = [t.strip() for t in s.split(",") if t.strip()]
+    if not tasks:
+        raise argparse.ArgumentTypeError("--tasks needs at least one task name, e.g. goemotions_semsoft")
+    return tasks
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,12 +73,33 @@ def _parser() -> argparse.ArgumentParser:
     def add_db(sp):
         sp.add_argument("--db", type=Path, default=None, help="SQLite file (default: $SEMCAL_BOARD_DB or user data dir)")
 
-    s = sub.add_parser("submit", help="validate an lm-eval output folder, recompute its metrics, store it")
+    s = sub.add_parser("submit", help="validate an lm-eval output folder, recompute its metrics, spot-check, store it")
     s.add_argument("output_dir", type=Path, help="lm-eval --output_path folder (or one results_*.json in it)")
     s.add_argument("--model-name", required=True, type=_model_name)
     s.add_argument("--method", required=True, type=_method, help="training/scoring method: " + ", ".join(KNOWN_METHODS) + ", ...")
     s.add_argument("--tasks-dir", type=Path, default=None, help="task YAML folder (default: semcal_eval.TASKS_DIR)")
+    s.add_argument("--no-spot-check", action="store_true",
+                   help="store without re-scoring any document (tier self-reported)")
+    s.add_argument("--spot-check-seed", type=int, default=None,
+                   help="seed of the documents re-scored (default: drawn at random and stored)")
     add_db(s)
+
+    ev = sub.add_parser("evaluate", help="queue a board-run evaluation (verified tier) and run it")
+    ev.add_argument("model", help="catalogue name (smollm2-135m), semcal:NAME, or a local HF model folder")
+    ev.add_argument("--tasks", type=_tasks, default=_tasks(DEFAULT_EVAL_TASKS), help="comma-separated task names")
+    ev.add_argument("--limit", type=_positive_int, default=None, help="first N documents of each task (partial view)")
+    ev.add_argument("--model-name", type=_model_name, default=None, help="name shown (default: the model's own)")
+    ev.add_argument("--method", type=_method, default="base")
+    ev.add_argument("--device", default=None, help="torch device of the job's lm-eval run (default: cpu, pinned)")
+    ev.add_argument("--no-wait", action="store_true", help="only enqueue; a `board worker` runs it later")
+    add_db(ev)
+
+    w = sub.add_parser("worker", help="run queued evaluation jobs (re-queues jobs of a dead worker first)")
+    w.add_argument("--once", action="store_true", help="run at most one job, then exit")
+    add_db(w)
+
+    j = sub.add_parser("jobs", help="list evaluation jobs and their state")
+    add_db(j)
 
     ls = sub.add_parser("list", help="list stored submissions")
     add_db(ls)
@@ -70,28 +114,85 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, fmt, *args):  # keep stdout for the URL line; requests go to stderr
-        sys.stderr.write("%s - %s\n" % (self.address_string(), fmt % args))
-
-    def end_headers(self):
-        self.send_header("X-Content-Type-Options", "nosniff")
-        super().end_headers()
-
-
 def serve(site: Path, port: int) -> int:
-    """Serve ``site`` on http://127.0.0.1:PORT/ until interrupted (loopback only, read-only)."""
-    if not (site / "index.html").is_file():
-        print(f"error: {site}/index.html not found; run `semcal-eval board render --out {site}` first", file=sys.stderr)
-        return 2
-    handler = functools.partial(_QuietHandler, directory=str(site.resolve()))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
-        print(f"Serving {site} at http://127.0.0.1:{httpd.server_address[1]}/", flush=True)
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+    """Serve ``site`` on http://127.0.0.1:PORT/ with the board's hardened server (:mod:`leaderboards.server`)."""
+    from .server import serve as hardened
+
+    return int(hardened(site, port) or 0)
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _stored_line(sid: int, sub, tier: str, db_path) -> str:
+    tasks = ", ".join(sorted({e.task for e in sub.entries}))
+    return f"submission #{sid} stored in {db_path} as {tier}: {len(sub.entries)} entries ({tasks})"
+
+
+def _print_entries(sub) -> None:
+    for e in sub.entries:
+        flag = f"  [degenerate: {e.degenerate}]" if e.degenerate else ""
+        print(f"  {e.task:<28} {e.filter:<14} ECE {e.board['ece']:.4f}  Brier {e.board['brier']:.4f}  "
+              f"acc {e.board['acc']:.4f}{flag}")
+
+
+def _duplicate_of(con, sub) -> str | None:
+    """A stored submission with the same predictions (checked before the spot check spends minutes)."""
+    h = getattr(sub, "predictions_hash", None)
+    if not h:
+        return None
+    try:
+        row = con.execute("SELECT id, model_name, tier FROM submissions WHERE predictions_hash = ?", (h,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return f"#{row[0]} ({row[1]!r}, {row[2]})" if row else None
+
+
+def _submit(con, args, db_path) -> int:
+    from . import spotcheck
+    from .evaluate import store
+    from .recompute import validate_run
+
+    sub = validate_run(args.output_dir, args.tasks_dir)
+    dup = _duplicate_of(con, sub)
+    if dup:
+        raise SubmissionError(f"duplicate submission: these predictions are already stored as {dup}")
+    # Model-free, so every submission gets it: cross-fitted rows must follow from the run's own rows.
+    crossfit = spotcheck.check_crossfit(sub.results_path)
+    if args.no_spot_check:
+        tier, verification = "self-reported", {"reason": "submitted with --no-spot-check"}
+        print("not spot-checked (--no-spot-check): stored as self-reported")
+    else:
+        seed = args.spot_check_seed
+        if seed is None:
+            seed = spotcheck.board_seed(con, getattr(sub, "predictions_hash", None) or sub.content_hash)
+        splits = {e.task: e.split for e in sub.entries if getattr(e, "split", "")}
+        sc = spotcheck.spot_check(sub.results_path, seed=seed, splits=splits, progress=_progress)
+        tier, verification = sc.tier, sc.verification
+        print(sc.message)
+    if crossfit:
+        verification["crossfit_recomputed"] = crossfit
+    sid = store(con, sub, args.model_name, args.method, tier, verification)
+    print(_stored_line(sid, sub, tier, db_path))
+    _print_entries(sub)
     return 0
+
+
+def _run_jobs(con, db_path, *, once: bool, job_id: int | None = None) -> int:
+    from .evaluate import work_until_empty
+
+    results = work_until_empty(con, db_path, once=once, job_id=job_id, progress=_progress)
+    if not results:
+        print("no queued job")
+    failed = False
+    for state, msg in results:
+        if state == "failed":
+            failed = True
+            print(f"error: {msg}", file=sys.stderr)
+        else:
+            print(msg)
+    return 2 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,36 +209,76 @@ def main(argv: list[str] | None = None) -> int:
     db_path = args.db or db.default_db_path()
     try:
         con = db.connect(db_path)
-        if args.cmd == "submit":
-            from .recompute import validate_run
-
-            sub = validate_run(args.output_dir, args.tasks_dir)
-            sid = db.insert(con, sub, args.model_name, args.method)
-            print(f"submission #{sid} stored in {db_path}: {len(sub.entries)} entries "
-                  f"({', '.join(sorted({e.task for e in sub.entries}))}), sha256 {sub.content_hash[:16]}")
-            for e in sub.entries:
-                flag = f"  [degenerate: {e.degenerate}]" if e.degenerate else ""
-                print(f"  {e.task:<28} {e.filter:<14} ECE {e.board['ece']:.4f}  Brier {e.board['brier']:.4f}  "
-                      f"acc {e.board['acc']:.4f}{flag}")
-        elif args.cmd == "list":
-            rows = db.list_submissions(con)
-            if not rows:
-                print(f"{db_path}: no submissions")
-            for sid, name, method, at, n, tasks in rows:
-                print(f"#{sid}\t{name}\t{method}\t{at}\t{n} entries\t{tasks}")
-        elif args.cmd == "render":
-            from .site import render
-
-            stats = render(db.load_entries(con), args.out)
-            print(f"rendered {stats['rows']} rows, {stats['pages']} entry pages into {args.out}/index.html")
-        con.close()
+        try:
+            return _dispatch(con, args, db_path)
+        finally:
+            con.close()
     except REJECTED as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except sqlite3.DatabaseError as e:
         print(f"error: board database {db_path}: {e}", file=sys.stderr)
         return 2
-    return 0
+    except OSError as e:
+        print(f"error: {e.filename or db_path}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # a running job was put back in the queue (leaderboards.evaluate)
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(con, args, db_path) -> int:
+    from . import db
+
+    if args.cmd == "submit":
+        return _submit(con, args, db_path)
+    if args.cmd == "evaluate":
+        from .evaluate import enqueue
+
+        jid = enqueue(con, args.model, args.tasks, args.limit, model_name=args.model_name, method=args.method,
+                      device=args.device)
+        print(f"job {jid} queued: {args.model} on {', '.join(args.tasks)}"
+              + (f" (limit {args.limit})" if args.limit else ""))
+        if args.no_wait:
+            return 0
+        return _run_jobs(con, db_path, once=True, job_id=jid)
+    if args.cmd == "worker":
+        return _run_jobs(con, db_path, once=args.once)
+    if args.cmd == "jobs":
+        from .evaluate import list_jobs
+
+        jobs = list_jobs(con)
+        if not jobs:
+            print(f"{db_path}: no jobs")
+        for j in jobs:
+            extra = f"\t#{j['submission_id']}" if j["submission_id"] else ""
+            err = f"\t{j['error']}" if j["error"] else ""
+            print(f"job {j['id']}\t{j['state']}\t{j['model']}\t{','.join(j['tasks'])}\tlimit {j['limit']}"
+                  f"\tattempts {j['attempts']}{extra}{err}")
+        return 0
+    if args.cmd == "list":
+        rows = db.list_submissions(con)
+        if not rows:
+            print(f"{db_path}: no submissions")
+        tiers = _tiers(con)
+        for row in rows:
+            sid, name, method, at, n, tasks = row[:6]
+            print(f"#{sid}\t{tiers.get(sid, 'self-reported')}\t{name}\t{method}\t{at}\t{n} entries\t{tasks}")
+        return 0
+    if args.cmd == "render":
+        from .site import render
+
+        stats = render(db.load_entries(con), args.out)
+        print(f"rendered {stats['rows']} rows, {stats['pages']} entry pages into {args.out}/index.html")
+        return 0
+    raise SubmissionError(f"unknown command {args.cmd!r}")
+
+
+def _tiers(con) -> dict[int, str]:
+    try:
+        return dict(con.execute("SELECT id, tier FROM submissions").fetchall())
+    except sqlite3.OperationalError:  # a schema without tiers: every entry is self-reported
+        return {}
 
 
 if __name__ == "__main__":

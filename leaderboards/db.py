@@ -2,8 +2,13 @@
 
 One submission is written in one ``BEGIN IMMEDIATE … COMMIT`` transaction, so a crash or a kill at
 any point leaves the database exactly as it was before (SQLite's rollback journal). Submissions are
-identified by the sha256 of their canonicalised inputs (what was measured, not when), so submitting
-the same run twice is caught with a clear error.
+identified by their ``predictions_hash`` (a hash of the canonical per-document records, see
+:mod:`leaderboards.recompute`), so the same predictions submitted again, whatever else was edited, are caught
+with a clear error; so are predictions within :data:`DUP_ATOL` of a stored submission's on the same documents.
+
+Schema version 2 (issue 12) adds the trust tier and how it was established (``tier``, ``verification``), the
+predictions hash, and per entry the split, its board-computed true size and the coverage. A version-1 file is
+refused with the way to rebuild it.
 
 The database path is ``--db PATH``, else ``$SEMCAL_BOARD_DB``, else ``<user data dir>/semcal/leaderboard.sqlite``
 (``$XDG_DATA_HOME`` or ``~/.local/share`` on Linux, ``~/Library/Application Support`` on macOS,
@@ -25,18 +30,26 @@ import numpy as np
 from .errors import SubmissionError
 from .recompute import Submission
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+TIERS = ("verified", "spot-checked", "self-reported")
+#: Two submissions whose every model row has top-label confidences within this of a stored submission's rows
+#: (same task, same documents, same correctness) are one measurement.
+DUP_ATOL = 1e-6
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS submissions (
     id INTEGER PRIMARY KEY,
     content_hash TEXT NOT NULL UNIQUE,
+    predictions_hash TEXT NOT NULL UNIQUE,
     model_name TEXT NOT NULL,
     method TEXT NOT NULL,
     submitted_at TEXT NOT NULL,
     limit_json TEXT NOT NULL,
-    provenance TEXT NOT NULL
+    provenance TEXT NOT NULL,
+    model_args TEXT NOT NULL DEFAULT '',
+    tier TEXT NOT NULL CHECK (tier IN ('verified', 'spot-checked', 'self-reported')),
+    verification TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY,
@@ -54,6 +67,10 @@ CREATE TABLE IF NOT EXISTS entries (
     conf BLOB NOT NULL,
     correct BLOB NOT NULL,
     degenerate TEXT NOT NULL,
+    split TEXT,
+    n_split INTEGER,
+    coverage TEXT CHECK (coverage IN ('full', 'partial')),
+    predictions_hash TEXT NOT NULL,
     UNIQUE (submission_id, task, filter)
 );
 CREATE INDEX IF NOT EXISTS entries_task ON entries(task);
@@ -88,8 +105,27 @@ def _json(obj) -> str:
     return json.dumps(fix(obj), sort_keys=True, allow_nan=False, ensure_ascii=False, default=str)
 
 
-def _floats(d: dict) -> dict:
+def _floats(d):
+    if not isinstance(d, dict):
+        return None  # a corrupted stored column: the site leaves that submission out (leaderboards.site)
     return {k: (float("nan") if v is None else float(v) if v in ("inf", "-inf") else v) for k, v in d.items()}
+
+
+def _f8(blob):
+    """A stored little-endian float64 vector, or None when the blob is not one (see :func:`_stored_json`)."""
+    try:
+        return np.frombuffer(blob, dtype="<f8")
+    except (TypeError, ValueError):
+        return None
+
+
+def _stored_json(text):
+    """A stored JSON column, or None when it cannot be decoded (edited by hand, truncated, nested too deep):
+    one bad row must not stop ``load_entries`` and with it every later render."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
@@ -98,57 +134,112 @@ def connect(path: str | Path) -> sqlite3.Connection:
     p.parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(p, isolation_level=None, timeout=30)
     con.execute("PRAGMA foreign_keys = ON")
+    # check the version before creating anything: an old file's tables lack the new columns
+    has_meta = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
+    if row is not None and row[0] != str(SCHEMA_VERSION):
+        con.close()
+        raise SubmissionError(
+            f"{p}: board schema version {row[0]}, this semcal expects {SCHEMA_VERSION} (trust tiers, predictions "
+            "hash, board-computed coverage); rebuild it: move the file away and submit the runs again "
+            "(`semcal-eval board submit` / `board evaluate`)"
+        )
+    if row is None and con.execute("SELECT 1 FROM sqlite_master WHERE name = 'submissions'").fetchone():
+        con.close()
+        raise SubmissionError(f"{p}: a board database without a schema version; move it away and rebuild the board")
     con.executescript(_SCHEMA)
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
-        con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-    elif int(row[0]) != SCHEMA_VERSION:
-        raise SubmissionError(f"{p}: board schema version {row[0]}, this semcal expects {SCHEMA_VERSION}")
+    con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     return con
 
 
-def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: str) -> int:
-    """Store a validated submission in one transaction; return its id. Duplicate → SubmissionError."""
+def _near_duplicate(con: sqlite3.Connection, sub: Submission) -> int | None:
+    """The id of a stored submission whose rows match every model row of ``sub`` (same task and documents,
+    same correctness, confidences within :data:`DUP_ATOL`, filter names ignored), else None."""
+    candidates: set[int] | None = None
+    for e in sub.entries:
+        if e.is_reference:
+            continue
+        conf, correct = np.asarray(e.conf, dtype="<f8"), np.asarray(e.correct, dtype="<f8")
+        match = set()
+        for sid, c, y in con.execute(
+            "SELECT submission_id, conf, correct FROM entries WHERE task = ? AND doc_set_hash = ? AND n_docs = ? "
+            "AND is_reference = 0", (e.task, e.doc_set_hash, e.n_docs),
+        ):
+            c, y = np.frombuffer(c, dtype="<f8"), np.frombuffer(y, dtype="<f8")
+            if len(c) == len(conf) and np.array_equal(y, correct) and np.allclose(c, conf, rtol=0, atol=DUP_ATOL):
+                match.add(sid)
+        candidates = match if candidates is None else candidates & match
+        if not candidates:
+            return None
+    return min(candidates) if candidates else None
+
+
+def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: str, *, tier: str = "self-reported",
+           verification: dict | None = None) -> int:
+    """Store a validated submission in one transaction; return its id.
+
+    ``model_name`` / ``method`` are checked and NFC-normalised by :mod:`leaderboards.names`; ``tier`` is one of
+    :data:`TIERS` and ``verification`` says how it was established (JSON object). The same predictions
+    (``predictions_hash``), or predictions within :data:`DUP_ATOL` of a stored submission's, raise
+    SubmissionError naming the stored submission.
+    """
+    from . import names
+
+    model_name, method = names.model_name(model_name), names.method(method)
+    if tier not in TIERS:
+        raise SubmissionError(f"tier {tier!r} must be one of {', '.join(TIERS)}")
+    ph = sub.predictions_hash or sub.content_hash
     dup = con.execute(
-        "SELECT id, model_name, method, submitted_at FROM submissions WHERE content_hash = ?", (sub.content_hash,)
+        "SELECT id, model_name, method, submitted_at FROM submissions WHERE predictions_hash = ? OR content_hash = ?",
+        (ph, sub.content_hash),
     ).fetchone()
+    if dup is None:
+        near = _near_duplicate(con, sub)
+        if near is not None:
+            dup = con.execute("SELECT id, model_name, method, submitted_at FROM submissions WHERE id = ?",
+                              (near,)).fetchone()
     if dup:
         raise SubmissionError(
-            f"duplicate submission: these results (sha256 {sub.content_hash[:16]}…) were already submitted as "
-            f"#{dup[0]} ({dup[1]!r}, method {dup[2]}, at {dup[3]})"
+            f"duplicate submission: these predictions (sha256 {ph[:16]}…) were already submitted as "
+            f"#{dup[0]} ({dup[1]!r}, method {dup[2]}, at {dup[3]}); editing the results file, names or hashes "
+            "does not make a new measurement"
         )
     con.execute("BEGIN IMMEDIATE")
     try:
         cur = con.execute(
-            "INSERT INTO submissions (content_hash, model_name, method, submitted_at, limit_json, provenance) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO submissions (content_hash, predictions_hash, model_name, method, submitted_at, limit_json, "
+            "provenance, model_args, tier, verification) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 sub.content_hash,
+                ph,
                 model_name,
                 method,
                 datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 _json(sub.limit),
                 _json(sub.provenance),
+                sub.model_args or "",
+                tier,
+                _json(verification or {}),
             ),
         )
         sid = cur.lastrowid
         for e in sub.entries:
             con.execute(
                 "INSERT INTO entries (submission_id, task, task_version, filter, kind, is_reference, n_docs, "
-                "n_original, doc_set_hash, reported, board, conf, correct, degenerate) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "n_original, doc_set_hash, reported, board, conf, correct, degenerate, split, n_split, coverage, "
+                "predictions_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sid, e.task, e.task_version, e.filter, e.kind, int(e.is_reference), e.n_docs, e.n_original,
                     e.doc_set_hash, _json(e.reported), _json(e.board),
                     np.asarray(e.conf, dtype="<f8").tobytes(), np.asarray(e.correct, dtype="<f8").tobytes(),
-                    e.degenerate,
+                    e.degenerate, e.split, e.n_split, e.coverage, e.predictions_hash,
                 ),
             )
         con.execute("COMMIT")
     except sqlite3.IntegrityError as e:
         con.execute("ROLLBACK")
         # a concurrent submit of the same run won the race between our check and our insert
-        raise SubmissionError(f"duplicate submission: sha256 {sub.content_hash[:16]}… is already stored ({e})") from e
+        raise SubmissionError(f"duplicate submission: sha256 {ph[:16]}… is already stored ({e})") from e
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -160,7 +251,8 @@ def load_entries(con: sqlite3.Connection) -> list[dict]:
     rows = con.execute(
         "SELECT e.id, e.task, e.task_version, e.filter, e.kind, e.is_reference, e.n_docs, e.n_original, "
         "e.doc_set_hash, e.reported, e.board, e.conf, e.correct, e.degenerate, s.id, s.content_hash, "
-        "s.model_name, s.method, s.submitted_at, s.limit_json, s.provenance "
+        "s.model_name, s.method, s.submitted_at, s.limit_json, s.provenance, s.tier, s.verification, "
+        "s.predictions_hash, s.model_args, e.split, e.n_split, e.coverage, e.predictions_hash "
         "FROM entries e JOIN submissions s ON s.id = e.submission_id ORDER BY e.task, s.id, e.filter"
     ).fetchall()
     out = []
@@ -169,11 +261,13 @@ def load_entries(con: sqlite3.Connection) -> list[dict]:
             {
                 "entry_id": r[0], "task": r[1], "task_version": r[2], "filter": r[3], "kind": r[4],
                 "is_reference": bool(r[5]), "n_docs": r[6], "n_original": r[7], "doc_set_hash": r[8],
-                "reported": _floats(json.loads(r[9])), "board": _floats(json.loads(r[10])),
-                "conf": np.frombuffer(r[11], dtype="<f8"), "correct": np.frombuffer(r[12], dtype="<f8"),
+                "reported": _floats(_stored_json(r[9])), "board": _floats(_stored_json(r[10])),
+                "conf": _f8(r[11]), "correct": _f8(r[12]),
                 "degenerate": r[13], "submission_id": r[14], "content_hash": r[15], "model_name": r[16],
-                "method": r[17], "submitted_at": r[18], "limit": json.loads(r[19]),
-                "provenance": json.loads(r[20]),
+                "method": r[17], "submitted_at": r[18], "limit": _stored_json(r[19]),
+                "provenance": _stored_json(r[20]), "tier": r[21], "verification": _stored_json(r[22]),
+                "predictions_hash": r[23], "model_args": r[24], "split": r[25], "n_split": r[26],
+                "coverage": r[27], "entry_predictions_hash": r[28],
             }
         )
     return out

@@ -1,17 +1,29 @@
 """Ranking rules of the board.
 
-Per task:
+Entries are ranked only against entries on the **same document set** (issue 12, D5):
+
+* a **full** entry covers the task's whole evaluation split (``coverage == "full"``, computed by the board
+  from the split's true size; entries stored without the key count as full when ``n_docs`` equals
+  ``n_split``, else ``n_original``). Full entries of one task and split are ranked together; the main
+  table and the overall view hold only them;
+* a **partial** entry (a ``--limit`` run) is never ranked with full entries. It is ranked only among
+  partial entries of the same task on the very same documents (same doc-set hash), in a separate
+  "partial" view.
+
+Within a rank group:
 
 * every non-reference entry gets an **ECE rank** (the main metric: 15-bin ECE for classification,
   10-bin for QA) and a **Brier rank** (a proper score, which a constant predictor cannot game);
   lower is better, NaN ranks last, ties share the best rank ("1224" competition ranking);
+* the same ranks are also computed among the group's **verified** entries only (``ece_rank_verified``,
+  ``brier_rank_verified``; None for other tiers), so the site can restrict the ranking to them;
 * an entry **beats the prior** when its Brier score is strictly below the class-prior reference row
   (filter ``prior``) scored on the same documents (same doc-set hash, the same submission preferred);
   without such a row the flag is "n/a";
 * reference rows (filters ``prior``, ``majority``, ``uniform``) are shown, unranked, once per task and
   document set.
 
-Overall view: model rows grouped by (model, method, scoring filter); for each group the mean of its
+Overall view: full model rows grouped by (model, method, scoring filter); for each group the mean of its
 per-task ranks (ECE and Brier) over the tasks it covers, with the count of tasks. Sorted by mean Brier
 rank, then mean ECE rank: a proper score first, so collapsing confidence onto the base rate cannot buy a
 top place. If a group has several submissions for one task the latest one counts.
@@ -24,6 +36,31 @@ from collections import defaultdict
 
 #: The ranked board columns, main first: ECE (the main metric) and Brier (a proper score beside it).
 RANKED = ("ece", "brier")
+#: Verification tiers, most trusted first (set by the board at submit time, see docs/LEADERBOARD.md).
+TIERS = ("verified", "spot-checked", "self-reported")
+COVERAGES = ("full", "partial")
+
+
+def tier_of(e: dict) -> str:
+    """The entry's tier; absent or unknown values count as the least trusted, ``self-reported``."""
+    t = e.get("tier")
+    return t if t in TIERS else "self-reported"
+
+
+def coverage_of(e: dict) -> str:
+    """``"full"`` or ``"partial"``: the board-computed key when stored, else n_docs against the split size."""
+    c = e.get("coverage")
+    if c in COVERAGES:
+        return c
+    size = e.get("n_split") or e.get("n_original")
+    return "full" if size and e["n_docs"] == size else "partial"
+
+
+def rank_group(e: dict) -> tuple:
+    """The set of entries ``e`` is ranked against: (coverage, task, split[, doc-set hash for partial runs])."""
+    cov = coverage_of(e)
+    key = (cov, e["task"], e.get("split") or "")
+    return key if cov == "full" else key + (e["doc_set_hash"],)
 
 
 def _rank(values: list[float]) -> list[int]:
@@ -40,26 +77,28 @@ def _rank(values: list[float]) -> list[int]:
 
 
 def rank_entries(entries: list[dict]) -> list[dict]:
-    """Annotate entries (from :func:`leaderboards.db.load_entries`) in place with ``ece_rank``,
-    ``brier_rank``, ``beats_prior`` (True/False/None) and ``prior_brier``; drop duplicate reference rows.
-    Returns the kept rows, model rows first within each task."""
+    """Annotate entries (from :func:`leaderboards.db.load_entries`) in place with ``coverage``, ``tier``,
+    ``ece_rank``, ``brier_rank`` (within the entry's :func:`rank_group`), ``ece_rank_verified``,
+    ``brier_rank_verified``, ``beats_prior`` (True/False/None) and ``prior_brier``; drop duplicate reference
+    rows. Returns the kept rows: full before partial, then by task (partial: by document set), model rows
+    first, best ECE first."""
     priors: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for e in entries:
+        e["coverage"], e["tier"] = coverage_of(e), tier_of(e)
         if e["is_reference"] and e["filter"] == "prior":
             priors[(e["task"], e["doc_set_hash"])].append(e)
     kept: list[dict] = []
     seen_ref: set[tuple] = set()
-    by_task: dict[str, list[dict]] = defaultdict(list)
+    groups: dict[tuple, list[dict]] = defaultdict(list)
     for e in entries:
+        for col in RANKED:
+            e[f"{col}_rank"] = e[f"{col}_rank_verified"] = None
+        e["beats_prior"] = e["prior_brier"] = None
         if e["is_reference"]:
             k = (e["task"], e["filter"], e["doc_set_hash"])
-            if k in seen_ref:
-                continue
-            seen_ref.add(k)
-            e["ece_rank"] = e["brier_rank"] = None
-            e["beats_prior"] = None
-            e["prior_brier"] = None
-            kept.append(e)
+            if k not in seen_ref:  # a reference row shown once per task and document set
+                seen_ref.add(k)
+                kept.append(e)
             continue
         cands = priors.get((e["task"], e["doc_set_hash"]), [])
         same = [p for p in cands if p["submission_id"] == e["submission_id"]]
@@ -69,21 +108,27 @@ def rank_entries(entries: list[dict]) -> list[dict]:
             e["beats_prior"] = None
         else:
             e["beats_prior"] = e["board"]["brier"] < e["prior_brier"]
-        by_task[e["task"]].append(e)
+        groups[rank_group(e)].append(e)
         kept.append(e)
-    for rows in by_task.values():
+    for rows in groups.values():
+        verified = [e for e in rows if e["tier"] == "verified"]
         for col in RANKED:
             for e, r in zip(rows, _rank([e["board"][col] for e in rows])):
                 e[f"{col}_rank"] = r
-    kept.sort(key=lambda e: (e["task"], e["is_reference"], e.get("ece_rank") or 0, e["entry_id"]))
+            for e, r in zip(verified, _rank([e["board"][col] for e in verified])):
+                e[f"{col}_rank_verified"] = r
+    kept.sort(key=lambda e: (e["coverage"] != "full", e["task"], "" if e["coverage"] == "full" else e["doc_set_hash"],
+                             e["is_reference"], e.get("ece_rank") or 0, e["entry_id"]))
     return kept
 
 
-def overall(entries: list[dict]) -> list[dict]:
-    """Cross-task summary of ranked model rows (see module docstring)."""
+def overall(entries: list[dict], verified_only: bool = False) -> list[dict]:
+    """Cross-task summary of ranked **full** model rows (see module docstring); with ``verified_only``,
+    of verified rows by their ranks among verified entries."""
+    suffix = "_verified" if verified_only else ""
     latest: dict[tuple, dict] = {}
     for e in entries:
-        if e["is_reference"]:
+        if e["is_reference"] or coverage_of(e) != "full" or (verified_only and tier_of(e) != "verified"):
             continue
         k = (e["model_name"], e["method"], e["filter"], e["task"])
         if k not in latest or e["submission_id"] > latest[k]["submission_id"]:
@@ -100,8 +145,9 @@ def overall(entries: list[dict]) -> list[dict]:
                 "filter": filt,
                 "n_tasks": len(rows),
                 "tasks": sorted(r["task"] for r in rows),
-                "mean_ece_rank": sum(r["ece_rank"] for r in rows) / len(rows),
-                "mean_brier_rank": sum(r["brier_rank"] for r in rows) / len(rows),
+                "tiers": sorted({tier_of(r) for r in rows}, key=TIERS.index),
+                "mean_ece_rank": sum(r[f"ece_rank{suffix}"] for r in rows) / len(rows),
+                "mean_brier_rank": sum(r[f"brier_rank{suffix}"] for r in rows) / len(rows),
                 "beats_prior_all": all(r["beats_prior"] is True for r in rows),
                 "degenerate_any": any(r["degenerate"] for r in rows),
             }

@@ -52,13 +52,18 @@ def _default_tasks_dir() -> Path:
     return Path(semcal_eval.TASKS_DIR)
 
 
+def tasks_root(tasks_dir: str | Path | None = None) -> Path:
+    """The task folder the board reads: ``tasks_dir``, else ``$SEMCAL_BOARD_TASKS_DIR``, else ``semcal_eval.TASKS_DIR``."""
+    return Path(tasks_dir) if tasks_dir is not None else _default_tasks_dir()
+
+
 def load_registry(tasks_dir: str | Path | None = None) -> dict[str, TaskSpec]:
     """Scan ``tasks_dir`` (default ``semcal_eval.TASKS_DIR``) for task YAMLs; return ``{task name: TaskSpec}``.
 
     Files starting with ``_`` are include-only bases (the ``_<family>.yaml`` convention) and
     group YAMLs (``group:`` without ``task:``) are skipped.
     """
-    root = Path(tasks_dir) if tasks_dir is not None else _default_tasks_dir()
+    root = tasks_root(tasks_dir)
     if not root.is_dir():
         raise RegistryError(f"task folder {root} does not exist; set SEMCAL_BOARD_TASKS_DIR or --tasks-dir")
     specs: dict[str, TaskSpec] = {}

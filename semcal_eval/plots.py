@@ -13,6 +13,7 @@ written and the path returned), or None (a new ``Figure`` is returned).
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,7 +52,18 @@ def _finish(fig: Figure, ax_or_path: Any) -> Any:
     if path.suffix.lower() != ".png":
         raise ValueError(f"plots are written as PNG; give a path ending in .png, got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=_DPI, bbox_inches="tight")
+    # Write a hidden temporary file next to the target and rename it into place: a process killed while
+    # drawing leaves no 0-byte or truncated PNG under the real name (the board reuses diagrams by name).
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=_DPI, bbox_inches="tight")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -19,13 +19,18 @@ which was the board's reader first):
 * ``SEMCAL_BOARD_MAX_SAMPLES_BYTES`` — one samples JSONL, default 512 MiB;
 * ``SEMCAL_BOARD_MAX_LINE_BYTES`` — one JSONL line, default 16 MiB.
 
-Every failure raises :class:`RunError` naming the file (and line) and the fix.
+Only regular files are read (a FIFO, a device or a symlink to one is refused before any byte is read), the size
+limit is checked on the opened file before reading and again while reading, and a samples file is streamed
+(:func:`iter_samples`), so memory does not grow with the file. Every failure raises :class:`RunError` naming the
+file (and line) and the fix.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +42,7 @@ __all__ = [
     "find_results",
     "read_results",
     "read_samples",
+    "iter_samples",
     "locate_run",
 ]
 
@@ -74,7 +80,7 @@ class RunFiles:
 def find_results(output_dir: str | Path) -> Path:
     """Locate the single ``results_*.json`` under ``output_dir`` (or accept a results file itself)."""
     p = Path(output_dir)
-    if p.is_file():
+    if os.path.lexists(p) and not p.is_dir():  # a file of any type: its reader refuses what is not regular
         if not (p.name.startswith("results_") and p.suffix == ".json"):
             raise RunError(f"{p} is not an lm-eval results_<date>.json file")
         return p
@@ -90,53 +96,107 @@ def find_results(output_dir: str | Path) -> Path:
     return found[0]
 
 
-def _check_size(path: Path, env: str) -> None:
-    size = path.stat().st_size
-    cap = limit(env)
-    if size > cap:
-        raise RunError(
-            f"{path}: {size} bytes exceeds the limit of {cap} bytes ({env}); "
-            "use a run with fewer documents or raise the limit"
-        )
+def _open_regular(path: Path, env: str) -> tuple[int, int]:
+    """Open ``path`` for reading only if it is a regular file within size limit ``env``; return (fd, size).
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer, and the type and size
+    come from ``fstat`` on the opened descriptor, so a file swapped between a check and the open cannot get
+    past them (a symlink to /dev/zero is a character device: refused before any byte is read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise RunError(f"{path}: cannot be opened ({e.strerror}); pass the lm-eval output folder") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
+                    or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a file")
+            raise RunError(f"{path}: is {kind}, not a regular file; only regular files are read, "
+                           "copy the lm-eval output into a plain folder")
+        cap = limit(env)
+        if st.st_size > cap:
+            raise RunError(
+                f"{path}: {st.st_size} bytes exceeds the limit of {cap} bytes ({env}); "
+                "use a run with fewer documents or raise the limit"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def _decode_error(where: str, e: Exception) -> RunError:
+    if isinstance(e, UnicodeDecodeError):
+        return RunError(f"{where}: not UTF-8 text ({e})")
+    # json recurses once per nesting level: a deeply nested document is not an lm-eval output
+    return RunError(f"{where}: JSON nested too deeply to be an lm-eval output; submit lm-eval's unedited files")
 
 
 def read_results(path: Path) -> dict:
-    """Parse a results JSON (bare NaN accepted), with a size limit and a line-numbered error."""
-    _check_size(path, "SEMCAL_BOARD_MAX_RESULTS_BYTES")
+    """Parse a results JSON (bare NaN accepted), with a size limit and a line-numbered error.
+
+    Only a regular file is read, and at most the size limit plus one byte (a file that grows while being
+    read is refused, not followed)."""
+    path = Path(path)
+    fd, _ = _open_regular(path, "SEMCAL_BOARD_MAX_RESULTS_BYTES")
+    cap = limit("SEMCAL_BOARD_MAX_RESULTS_BYTES")
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(cap + 1)
+    if len(raw) > cap:
+        raise RunError(f"{path}: more than {cap} bytes (SEMCAL_BOARD_MAX_RESULTS_BYTES); raise the limit")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise RunError(f"{path}: not UTF-8 text ({e})") from e
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError) as e:
+        raise _decode_error(str(path), e) from None
     except json.JSONDecodeError as e:
-        raise RunError(f"{path}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+        raise RunError(f"{path}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise RunError(f"{path}: not an lm-eval results file (no top-level 'results' object)")
     return data
 
 
-def read_samples(path: Path) -> list[dict]:
-    """Parse a samples JSONL (one object a line; bare NaN accepted); each row gets ``_line`` (1-based);
-    errors name file and line."""
-    _check_size(path, "SEMCAL_BOARD_MAX_SAMPLES_BYTES")
+def iter_samples(path: Path) -> Iterator[dict]:
+    """Stream a samples JSONL one row at a time (one object a line; bare NaN accepted); each row gets
+    ``_line`` (1-based); errors name file and line.
+
+    Streaming keeps memory to one line (at most ``SEMCAL_BOARD_MAX_LINE_BYTES``) plus whatever the caller
+    keeps; the whole file is bounded by ``SEMCAL_BOARD_MAX_SAMPLES_BYTES``, checked before the first read and
+    again while reading."""
+    path = Path(path)
+    fd, _ = _open_regular(path, "SEMCAL_BOARD_MAX_SAMPLES_BYTES")
     max_line = limit("SEMCAL_BOARD_MAX_LINE_BYTES")
-    rows: list[dict] = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
+    cap = limit("SEMCAL_BOARD_MAX_SAMPLES_BYTES")
+    total = 0
+    with os.fdopen(fd, "rb") as f:
+        lineno = 0
+        while True:
+            raw = f.readline(max_line + 1)
+            if not raw:
+                return
+            lineno += 1
+            total += len(raw)
             if len(raw) > max_line:
-                raise RunError(f"{path}:{lineno}: line of {len(raw)} bytes exceeds SEMCAL_BOARD_MAX_LINE_BYTES={max_line}")
+                raise RunError(f"{path}:{lineno}: line of more than {max_line} bytes exceeds "
+                               f"SEMCAL_BOARD_MAX_LINE_BYTES={max_line}")
+            if total > cap:
+                raise RunError(f"{path}: more than {cap} bytes (SEMCAL_BOARD_MAX_SAMPLES_BYTES); raise the limit")
             if not raw.strip():
                 continue
             try:
                 row = json.loads(raw)
-            except UnicodeDecodeError as e:
-                raise RunError(f"{path}:{lineno}: not UTF-8 text ({e})") from e
+            except (UnicodeDecodeError, RecursionError) as e:
+                raise _decode_error(f"{path}:{lineno}", e) from None
             except json.JSONDecodeError as e:
-                raise RunError(f"{path}:{lineno}: malformed JSON at column {e.colno}: {e.msg}") from e
+                raise RunError(f"{path}:{lineno}: malformed JSON at column {e.colno}: {e.msg}") from None
             if not isinstance(row, dict):
                 raise RunError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
             row["_line"] = lineno
-            rows.append(row)
-    return rows
+            yield row
+
+
+def read_samples(path: Path) -> list[dict]:
+    """Every row of a samples JSONL as a list (:func:`iter_samples`); for small runs (the report)."""
+    return list(iter_samples(path))
 
 
 def locate_run(output_dir: str | Path, tasks: list[str]) -> RunFiles:
@@ -146,7 +206,7 @@ def locate_run(output_dir: str | Path, tasks: list[str]) -> RunFiles:
     run = RunFiles(results_path=results_path, date_id=date_id)
     for task in tasks:
         sp = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
-        if not sp.is_file():
+        if not os.path.lexists(sp):
             raise RunError(
                 f"{sp.name} is missing next to {results_path.name}: every metric is recomputed from the "
                 "per-document logs, so rerun lm-eval with --log_samples"

@@ -3,7 +3,9 @@
 tests/golden/*.json.gz were written by tests/golden/golden.py on the commit before the refactor: small real
 runs on SmolLM2-135M (goemotions_semsoft + goemotions_base, civil_comments_ambiguous_semsoft, nq_open_semagree)
 and a board submit + render of the GoEmotions run. Each case is run again here and compared: every metric
-of results_*.json to 1e-9, every per-document record field to 1e-9, and the board's recomputed columns.
+of results_*.json, every per-document record field and the board's recomputed columns, to HW_TOL (float32
+model outputs differ across CPUs; on the machine that wrote the files they matched to 1e-9), and discrete
+fields (documents, gold labels, answers, cluster ids) exactly.
 
 Behaviour changed on purpose only where a bug was fixed or a format was unified; :data:`CHANGED` lists each
 change with its reason, and the test checks those values too, against their new definition.
@@ -12,7 +14,9 @@ change with its reason, and the test checks those values too, against their new 
 from __future__ import annotations
 
 import math
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,7 +28,13 @@ import golden  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
+#: Two numbers computed from the same model outputs (a board column against the run's own CI) agree to this.
 TOL = 1e-9
+#: The golden files against a new run: float32 forward passes differ across CPUs (kernels for AVX2 and AVX-512
+#: sum in other orders), by ~1e-7 in a probability. Measured: 2.7e-6 at most over every metric of the three
+#: cases (a temperature-scaled Pearson) between the machine that wrote the files and an AMD EPYC (AVX-512) one,
+#: with the pre-refactor code giving the same new values there. A refactor bug moves numbers far more.
+HW_TOL = 1e-5
 
 #: Intended differences from the golden files, and why.
 CHANGED = {
@@ -34,19 +44,26 @@ CHANGED = {
     # board CIs: one bootstrap setting (metric_table.CI_N_BOOT = 1000 resamples) instead of the board's own
     # 200, so a board CI equals the run's own CI; checked against the table's ci().
     "board_ci": "1000 resamples (was 200)",
+    # issue 12 (D4): the board computes the reference rows itself from the training split, for every
+    # classification task, so goemotions_base (which logs no reference filters) now has prior / majority /
+    # uniform entries too; checked below equal to goemotions_semsoft's (same documents, same training split).
+    "board_references": ("prior", "majority", "uniform"),
+    # issue 12 (D2): a submission's identity is the hash of its canonical records (predictions_hash), not of the
+    # results JSON, and entry pages are named from it; compared below with the slugs masked.
+    "board_slugs": r"entries/[0-9a-f]{16}",
 }
 
 
-def _same(a, b) -> bool:
+def _same(a, b, tol: float = HW_TOL) -> bool:
     if isinstance(a, str) or isinstance(b, str):  # "nan" in the golden files
         return str(a) == str(b) or (str(a) == "nan" and isinstance(b, float) and math.isnan(b)) or (
             str(b) == "nan" and isinstance(a, float) and math.isnan(a))
     if isinstance(a, float) and math.isnan(a):
         return isinstance(b, float) and math.isnan(b)
     if isinstance(a, (list, tuple)):
-        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(_same(x, y, tol) for x, y in zip(a, b))
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return abs(a - b) <= TOL * max(1.0, abs(a))
+        return abs(a - b) <= tol * max(1.0, abs(a))
     return a == b
 
 
@@ -90,8 +107,20 @@ def test_board_reproduces_the_golden_entries(runs, tmp_path):
     old = golden.load("board")
     new = golden.board_case(runs["goemotions"], tmp_path)
     results = golden.normalise_run(runs["goemotions"])["metrics"]
-    assert set(new["entries"]) == set(old["entries"])
-    assert set(new["site_files"]) == set(old["site_files"]) or set(old["site_files"]) <= set(new["site_files"])
+    added = set(new["entries"]) - set(old["entries"])
+    assert set(old["entries"]) <= set(new["entries"])
+    assert all(key.split("|")[1] in CHANGED["board_references"] for key in added), added
+    for key in added:  # CHANGED["board_references"]: the same rows as the task that logged them
+        task, flt = key.split("|")
+        twin = next(k for k in old["entries"] if k.endswith(f"|{flt}") and k != key)
+        for col, v in old["entries"][twin]["board"].items():
+            if "_ci_" in col:  # CHANGED["board_ci"]
+                continue
+            assert _same(v, new["entries"][key]["board"].get(col)), f"board {key}: {col} differs from {twin}"
+    def masked(files):  # CHANGED["board_slugs"]
+        return Counter(re.sub(CHANGED["board_slugs"], "entries/<slug>", f) for f in files)
+
+    assert not masked(old["site_files"]) - masked(new["site_files"])
     for key, entry in old["entries"].items():
         got = new["entries"][key]
         assert got["n_docs"] == entry["n_docs"]
@@ -102,6 +131,6 @@ def test_board_reproduces_the_golden_entries(runs, tmp_path):
                 metric = T.ROLES["classification"][role]
                 run_ci = results[task].get(f"{metric}_ci_{bound},{flt}")
                 if run_ci is not None:
-                    assert _same(run_ci, got["board"][col]), f"board {key}: {col} is not the run's CI"
+                    assert _same(run_ci, got["board"][col], TOL), f"board {key}: {col} is not the run's CI"
                 continue
             assert _same(v, got["board"].get(col)), f"board {key}: {col} was {v}, now {got['board'].get(col)}"

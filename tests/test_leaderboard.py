@@ -94,7 +94,8 @@ def test_submit_recomputes_and_renders(env, capsys):
 
     path = run_cls(env, n=400)
     assert submit(path) == 0
-    assert n_submissions(env["db"]) == (1, 3)
+    # the model's two rows plus the board's own prior, majority and uniform rows (the submitted prior is ignored)
+    assert n_submissions(env["db"]) == (1, 5)
 
     from leaderboards import db as DB
 
@@ -121,17 +122,17 @@ def test_submit_recomputes_and_renders(env, capsys):
     site = env["tmp"] / "site"
     assert main(["render", "--out", str(site)]) == 0
     html = (site / "index.html").read_text()
-    assert html.count('<tr class="model') == 2 and html.count('<tr class="ref') == 1
+    assert html.count('<tr class="model') == 2 and html.count('<tr class="ref') == 3
     assert "https://" not in html and "http://" not in html  # no CDN
     rows = list(csv.DictReader((site / "leaderboard.csv").open()))
-    assert {r["filter"] for r in rows} == {"constrained", "semsoft", "prior"}
+    assert {r["filter"] for r in rows} == {"constrained", "semsoft", "prior", "majority", "uniform"}
     by = {r["filter"]: r for r in rows}
     # semsoft items here are temperature-2 softened copies: worse ECE than the calibrated baseline
     assert by["constrained"]["ece_rank"] == "1" and by["semsoft"]["ece_rank"] == "2"
     assert by["constrained"]["beats_prior"] == "True"
     (page,) = (site / "entries").glob("*.html")
     text = page.read_text()
-    assert text.count('class="reliability"') == 3
+    assert text.count('class="reliability"') == 5
     for png in (site / "entries").glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "0.4.13" in text and "abc1234" in text and "numpy_seed" in text  # provenance
@@ -159,12 +160,10 @@ def test_qa_run_with_bare_nan(env):
     assert ">n/a<" in (site / "index.html").read_text()
 
 
-def test_qa_metric_variant_items(env):
-    # QA tasks log exact-match correctness under "em": a different item than the main one, still recomputed
-    items = S.qa_items(80, seed=4)
-    em = [{"conf": it["conf"], "correct": 1 - it["correct"]} for it in items]
-    S.write_run(env["tmp"] / "qa", QA, {"judge_f1": items}, env["reg"][QA].metrics, version="1.0",
-                variants={"judge_f1": {"em": em}})
+def test_qa_metric_views_of_one_record(env):
+    # QA tasks log one record carrying exact-match correctness as its "em" field; the em metric reads that view
+    items = [{**it, "em": 1 - it["correct"]} for it in S.qa_items(80, seed=4)]
+    S.write_run(env["tmp"] / "qa", QA, {"judge_f1": items}, env["reg"][QA].metrics, version="1.0")
     assert submit(env["tmp"] / "qa", "qa-model") == 0
     from leaderboards import db as DB
 
@@ -221,7 +220,8 @@ def test_tampered_item_rejected(env, capsys):
     samp.write_text("\n".join(lines) + "\n")
     assert submit(env["tmp"] / "fresh") == 2
     err = capsys.readouterr().err
-    assert "metric brier_mc,constrained is reported as" in err
+    # the row's records differ between metric names: one canonical record per document (issue 12, D1)
+    assert "different records under metric keys 'ece_uw15' and 'brier_mc'" in err
 
 
 def test_duplicate_submission_rejected(env, capsys):
@@ -230,7 +230,7 @@ def test_duplicate_submission_rejected(env, capsys):
     assert submit(path, "renamed copy", "csr") == 2
     err = capsys.readouterr().err
     assert "duplicate submission" in err and "'first'" in err
-    assert n_submissions(env["db"]) == (1, 3)
+    assert n_submissions(env["db"]) == (1, 5)
 
 
 @pytest.mark.parametrize(
@@ -238,9 +238,10 @@ def test_duplicate_submission_rejected(env, capsys):
     [
         (lambda d: d["versions"].__setitem__(CLS, "1.0"), "has version 1.0"),
         (lambda d: d.__setitem__("results", {"hellaswag": d["results"][CLS]}), "not a semcal task"),
-        (lambda d: d["n-samples"][CLS].__setitem__("original", 1000), "without a recorded --limit"),
+        (lambda d: d["n-samples"][CLS].__setitem__("original", 1000), "n-samples.original is 1000 but the test split"),
+        (lambda d: d["n-samples"][CLS].__setitem__("effective", 200), "without a recorded --limit"),
         (lambda d: d["n-samples"].__setitem__(CLS, {"original": 299, "effective": 299}),
-         "has 300 sample rows but n-samples.effective is 299"),
+         "n-samples.original is 299 but the test split the board loads has 300 documents"),
         (lambda d: d["config"].__setitem__("limit", 100), "limit 100 of 300 documents gives 100"),
         (lambda d: d["results"][CLS].__setitem__("made_up,constrained", 0.1), "does not declare"),
         (lambda d: d["results"][CLS].pop("brier_mc,prior"), "brier_mc"),
@@ -324,7 +325,7 @@ def test_bad_names_rejected_by_cli(env, capsys):
     assert submit(path, "x" * 201) == 2
     assert submit(path, "ok", "../../etc") == 2
     err = capsys.readouterr().err
-    assert "model name must be 1-200 printable characters" in err and "method '../../etc'" in err
+    assert err.count("model name") >= 2 and "method '../../etc'" in err
     assert not env["db"].exists()
 
 
@@ -335,7 +336,7 @@ def test_list_and_serve_errors(env, capsys):
     capsys.readouterr()
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "#1\tlisted-model\trlcr" in out and "3 entries" in out
+    assert "listed-model\trlcr" in out and "5 entries" in out
     assert main(["serve", "--site", str(env["tmp"] / "nothing-here"), "--port", "0"]) == 2
     assert "run `semcal-eval board render" in capsys.readouterr().err
     (env["tmp"] / "junk.sqlite").write_bytes(b"not a database" * 100)
@@ -369,7 +370,8 @@ def test_ranking_flags_and_overall(env):
     rows = rank_entries(DB.load_entries(DB.connect(env["db"])))
     by = {(r["model_name"], r["task"], r["filter"]): r for r in rows}
     refs = [r for r in rows if r["is_reference"]]
-    assert len(refs) == 1  # the same prior on the same documents is shown once
+    # the board's prior, majority and uniform on the same documents are shown once each
+    assert sorted(r["filter"] for r in refs) == ["majority", "prior", "uniform"]
     cls_rows = [r for r in rows if r["task"] == CLS and not r["is_reference"]]
     eces = sorted(r["board"]["ece"] for r in cls_rows)
     for r in cls_rows:
@@ -391,7 +393,7 @@ def test_ranking_flags_and_overall(env):
     site = env["tmp"] / "site"
     assert main(["render", "--out", str(site)]) == 0
     index = (site / "index.html").read_text()
-    assert index.count('<tr class="ref') == 1
+    assert index.count('<tr class="ref') == 3
     pages = [p.read_text() for p in (site / "entries").glob("*.html")]
     cls_pages = [t for t in pages if CLS in t]
     assert len(cls_pages) == 2 and all("prior: ECE" in t for t in cls_pages)  # each submission keeps its prior
@@ -529,7 +531,7 @@ def test_killed_submit_leaves_db_unchanged(env, tmp_path):
     con.close()
     # the killed run left nothing behind, so the same run is not a duplicate now
     assert submit(second, "after") == 0
-    assert n_submissions(env["db"]) == (2, 6)
+    assert n_submissions(env["db"]) == (2, 10)
 
 
 # ---------------------------------------------------------------- the real task folder
@@ -572,10 +574,14 @@ def test_real_lm_eval_run_submits(tmp_path, data_dir, smollm2_path, monkeypatch)
     assert entries["prior"]["is_reference"] and not entries["semsoft"]["is_reference"]
     for e in entries.values():
         assert e["n_docs"] == 40 and e["n_original"] > 40 and e["limit"] == 40
+        # checked against the dataset: the validation split's true size, a limited run is partial
+        assert (e["split"], e["coverage"], e["n_split"]) == ("validation", "partial", e["n_original"])
+        assert e["provenance"]["lm_eval_version"] == "0.4.13"
+        if e["is_reference"]:
+            continue  # the board's own reference rows report nothing
         # the board's ECE column and the task's own ece_uw15 aggregation agree on the same items
         assert e["board"]["ece"] == pytest.approx(e["reported"]["ece_uw15"], abs=1e-12)
         assert e["board"]["acc"] == pytest.approx(e["reported"]["acc"], abs=1e-12)
-        assert e["provenance"]["lm_eval_version"] == "0.4.13"
     site = tmp_path / "site"
     assert main(["render", "--out", str(site), "--db", str(db)]) == 0
     (page,) = (site / "entries").glob("*.html")
@@ -583,3 +589,54 @@ def test_real_lm_eval_run_submits(tmp_path, data_dir, smollm2_path, monkeypatch)
     assert "smollm2-135m" in text and "hf-semsoft" in text and "134515008" in text  # model, args, size
     # a second submit of the same run is a duplicate
     assert main(["submit", str(out), "--model-name", "again", "--method", "base", "--db", str(db)]) == 2
+
+
+def test_v1_database_refused_with_the_way_out(env, capsys):
+    con = sqlite3.connect(env["db"])
+    con.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                      "INSERT INTO meta VALUES ('schema_version', '1');"
+                      "CREATE TABLE submissions (id INTEGER PRIMARY KEY, content_hash TEXT);")
+    con.close()
+    assert submit(run_cls(env, n=40)) == 2
+    err = capsys.readouterr().err
+    assert "board schema version 1, this semcal expects 2" in err and "move the file away" in err
+
+
+def test_tier_and_verification_stored(env):
+    from leaderboards import db as DB
+    from leaderboards.recompute import validate_run
+
+    con = DB.connect(env["db"])
+    sub = validate_run(run_cls(env, n=40))
+    sid = DB.insert(con, sub, "m", "base", tier="verified", verification={"job": 7})
+    (e, *_) = DB.load_entries(con)
+    assert (e["submission_id"], e["tier"], e["verification"]) == (sid, "verified", {"job": 7})
+    assert e["predictions_hash"] == sub.predictions_hash and e["model_args"] == sub.model_args
+    with pytest.raises(ValueError, match="tier 'gold'"):
+        DB.insert(con, validate_run(run_cls(env, "other", n=40, seed=5)), "m", "base", tier="gold")
+
+
+def test_committed_snapshot_holds_only_verified_entries():
+    """Issue 12: the seeded board in leaderboards/snapshot/ is built from `board evaluate` runs only, each with
+    the coverage the board computed, and its rendered table is the one this code renders from that database."""
+    from leaderboards import db as DB
+
+    snap = REPO / "leaderboards" / "snapshot"
+    con = sqlite3.connect(f"file:{snap / 'board.sqlite'}?mode=ro", uri=True)
+    try:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(DB.SCHEMA_VERSION)
+        tiers = con.execute("SELECT id, model_name, tier FROM submissions").fetchall()
+        assert tiers, "the snapshot holds no submission"
+        assert all(t == "verified" for _, _, t in tiers), [r for r in tiers if r[2] != "verified"]
+        for vjson, in con.execute("SELECT verification FROM submissions"):
+            v = json.loads(vjson)
+            assert isinstance(v.get("job_id"), int) and v.get("settings"), v  # how the board ran it
+        rows = con.execute("SELECT coverage, n_docs, n_split FROM entries").fetchall()
+        assert {c for c, _, _ in rows} <= {"full", "partial"}
+        assert all((c == "full") == (n == n_split) for c, n, n_split in rows)
+    finally:
+        con.close()
+    board = json.loads((snap / "board.json").read_text())
+    models = [r for r in board["entries"] if not r.get("is_reference")]
+    assert {r["model_name"] for r in models} == {name for _, name, _ in tiers}
+    assert all(r.get("tier") == "verified" for r in models) and not board["not_shown"]

@@ -1,4 +1,5 @@
-// semcal leaderboard: sort (click a header) and filter (search box, task, reference rows).
+// semcal leaderboard: sort (click a header), filter (search box, task, reference rows) and restrict to
+// verified entries (hides other tiers and shows the ranks computed among verified entries only).
 // Reads only textContent / data-* attributes and never builds HTML, so cell contents stay inert.
 (function () {
   "use strict";
@@ -27,34 +28,53 @@
     });
     rows.forEach(function (r) { tbody.appendChild(r); });
   }
+  // Rank cells carry both rankings (data-all, data-verified); show one as the cell's text and sort key.
+  function showRanks(verifiedOnly) {
+    var cells = document.querySelectorAll("td.rank");
+    for (var i = 0; i < cells.length; i++) {
+      var v = cells[i].getAttribute(verifiedOnly ? "data-verified" : "data-all");
+      cells[i].setAttribute("data-v", v);
+      cells[i].textContent = v === "NaN" ? "" : String(parseInt(v, 10));
+    }
+  }
   function applyFilter() {
-    var table = document.getElementById("board");
-    if (!table) return;
     var q = document.getElementById("q").value.trim().toLowerCase();
     var task = document.getElementById("task").value;
     var showRef = document.getElementById("show-ref").checked;
-    var shown = 0, rows = table.tBodies[0].rows;
-    for (var i = 0; i < rows.length; i++) {
-      var r = rows[i];
-      var ok = (!task || r.getAttribute("data-task") === task) &&
-               (showRef || !r.classList.contains("ref")) &&
-               (!q || r.textContent.toLowerCase().indexOf(q) !== -1);
-      r.hidden = !ok;
-      if (ok) shown++;
-    }
-    document.getElementById("count").textContent = shown + " of " + rows.length + " rows";
+    var verifiedOnly = document.getElementById("verified-only").checked;
+    showRanks(verifiedOnly);
+    ["overall-table", "overall-verified"].forEach(function (id) {
+      var t = document.getElementById(id);
+      if (t) t.hidden = (id === "overall-verified") !== verifiedOnly;
+    });
+    ["board", "partial"].forEach(function (id) {
+      var table = document.getElementById(id);
+      if (!table) return;
+      var shown = 0, rows = table.tBodies[0].rows;
+      for (var i = 0; i < rows.length; i++) {
+        var r = rows[i], ref = r.classList.contains("ref");
+        var ok = (!task || r.getAttribute("data-task") === task) &&
+                 (showRef || !ref) &&
+                 (!verifiedOnly || ref || r.getAttribute("data-tier") === "verified") &&
+                 (!q || r.textContent.toLowerCase().indexOf(q) !== -1);
+        r.hidden = !ok;
+        if (ok) shown++;
+      }
+      if (id === "board") document.getElementById("count").textContent = shown + " of " + rows.length + " rows";
+    });
   }
   document.addEventListener("DOMContentLoaded", function () {
-    var tables = document.querySelectorAll("table#board, table#entry");
+    var tables = document.querySelectorAll("table#board, table#partial, table#entry");
     Array.prototype.forEach.call(tables, function (table) {
       Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
         th.addEventListener("click", function () { sortTable(table, th); });
       });
     });
-    ["q", "task", "show-ref"].forEach(function (id) {
+    if (!document.getElementById("q")) return;  // entry pages: sorting only
+    ["q", "task", "show-ref", "verified-only"].forEach(function (id) {
       var el = document.getElementById(id);
-      if (el) el.addEventListener("input", applyFilter);
-      if (el) el.addEventListener("change", applyFilter);
+      el.addEventListener("input", applyFilter);
+      el.addEventListener("change", applyFilter);
     });
     applyFilter();
   });

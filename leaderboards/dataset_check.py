@@ -1,0 +1,222 @@
+"""The task's documents as the board loads them itself, to check a submission against the dataset.
+
+The board builds the task through lm-eval's ``TaskManager`` from the board's own task folder (the same YAML and
+``custom_dataset`` hook lm-eval used, so the same :mod:`semcal_eval.data` loaders), with the dataset-selecting
+metadata of the run (``split``, subset settings such as Civil Comments' ``band``) but never the run's
+``data_dir``: the board reads its own data (``data_dir=`` / ``$SEMCAL_DATA_DIR`` / the hub). From that task it
+takes, per document position ``doc_id``:
+
+* ``doc_hash``: lm-eval's own hash of the document (``lm_eval.utils.hash_string`` of the document dumped as
+  lm-eval's evaluator dumps it: ``json.dumps(doc, indent=2, default=handle_non_serializable,
+  ensure_ascii=False)``);
+* ``target_hash``: ``hash_string(str(task.doc_to_target(doc)))``, as the evaluator logs it;
+* the gold label (``task.gold`` of a SemSoftTask, else ``doc_to_target``) and the soft target
+  (``task.soft_target``, or the ``soft_field`` column named in the metadata);
+* the split's name and true size, and the training split's labels (for the board's reference rows).
+
+Synthetic test tasks (tests/board_fixtures.py) declare their documents the same way: a ``custom_dataset`` hook
+reading a tiny local dataset next to the YAML, so the tests run this check rather than skip it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .errors import SubmissionError
+
+__all__ = ["TaskDocs", "load_task_docs", "doc_hash", "DROPPED_METADATA"]
+
+#: Run metadata never passed to the board's own task: where data is read from is the board's choice, the
+#: training split behind the board's reference rows is the task's own (a submitter choosing it could weaken the
+#: prior their model is compared with), and the rest describe the submitter's machine, not the documents.
+DROPPED_METADATA = ("data_dir", "train_split", "validation_split", "config_source", "pretrained")
+_MAX_METADATA_BYTES = 64 * 1024
+
+
+def doc_hash(doc: Any) -> str:
+    """lm-eval 0.4.13's ``doc_hash`` of one document (``lm_eval.evaluator`` logs exactly this)."""
+    from lm_eval.utils import handle_non_serializable, hash_string
+
+    return hash_string(json.dumps(doc, indent=2, default=handle_non_serializable, ensure_ascii=False))
+
+
+def target_hash(target: Any) -> str:
+    """lm-eval 0.4.13's ``target_hash``: the hash of ``str(doc_to_target(doc))``."""
+    from lm_eval.utils import hash_string
+
+    return hash_string(str(target))
+
+
+def _norm_gold(g: Any) -> int | list[int] | None:
+    if g is None:
+        return None
+    if isinstance(g, (list, tuple)):
+        return [int(x) for x in g]
+    return int(g)
+
+
+@dataclass
+class TaskDocs:
+    """The board's own view of one task's evaluation split (and training labels)."""
+
+    task: str
+    split: str
+    docs: Any  # the task's eval_docs (a datasets.Dataset or a list of dicts), position = lm-eval doc_id
+    _task: Any = field(repr=False)
+    soft_field: str | None = None
+
+    @property
+    def n_split(self) -> int:
+        """The true number of documents in the evaluation split (what a full run covers)."""
+        return len(self.docs)
+
+    def doc(self, i: int) -> dict:
+        return self.docs[i]
+
+    def doc_hash(self, i: int) -> str:
+        return doc_hash(self.docs[i])
+
+    def target_hash(self, i: int) -> str:
+        return target_hash(self._task.doc_to_target(self.docs[i]))
+
+    def gold(self, i: int) -> int | list[int] | None:
+        """The gold label (index, or the list of acceptable indices) of document ``i``."""
+        return self._gold(self.docs[i])
+
+    def soft(self, i: int) -> float | None:
+        """The annotator fraction of the positive class of document ``i`` (None: the task has none)."""
+        return self._soft(self.docs[i])
+
+    def _gold(self, doc) -> int | list[int] | None:
+        if hasattr(self._task, "gold"):
+            return _norm_gold(self._task.gold(doc))
+        g = self._task.doc_to_target(doc)
+        if isinstance(g, str):
+            choices = self._task.doc_to_choice(doc)
+            return choices.index(g) if g in choices else None
+        return _norm_gold(g)
+
+    def _soft(self, doc) -> float | None:
+        if hasattr(self._task, "soft_target"):
+            t = self._task.soft_target(doc)
+            return None if t is None else float(t)
+        if self.soft_field:
+            return float(doc[self.soft_field])
+        return None
+
+    @cached_property
+    def n_classes(self) -> int | None:
+        """Number of labels (the length of ``doc_to_choice``), None for tasks without choices (QA)."""
+        if getattr(self._task.config, "doc_to_choice", None) is None and not hasattr(self._task, "gold"):
+            return None  # a generation task (QA): no label set
+        try:
+            return len(self._task.doc_to_choice(self.docs[0]))
+        except Exception:  # a task whose choices cannot be listed has no reference rows
+            return None
+
+    @cached_property
+    def train_golds(self) -> list:
+        """Gold labels of the training split ([] without one), as the semsoft reference filters read them."""
+        if hasattr(self._task, "train_golds"):
+            return list(self._task.train_golds())
+        if not self._task.has_training_docs():
+            return []
+        return [self._gold(d) for d in self._task.training_docs()]
+
+    @cached_property
+    def train_soft(self) -> list[float]:
+        """Soft targets of the training split ([] without one or without soft targets)."""
+        if hasattr(self._task, "train_soft_targets"):
+            return [t for t in self._task.train_soft_targets() if t is not None]
+        if not self.soft_field or not self._task.has_training_docs():
+            return []
+        return [float(d[self.soft_field]) for d in self._task.training_docs()]
+
+
+def _clean_metadata(meta: Any, where: str) -> dict:
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise SubmissionError(f"{where}: configs metadata must be an object, got {type(meta).__name__}")
+    text = json.dumps(meta, default=str)
+    if len(text) > _MAX_METADATA_BYTES:
+        raise SubmissionError(f"{where}: configs metadata is {len(text)} bytes; more than {_MAX_METADATA_BYTES}")
+    return {k: v for k, v in meta.items() if isinstance(k, str) and k not in DROPPED_METADATA}
+
+
+def load_task_docs(task: str, tasks_dir: str | os.PathLike, metadata: Any = None, *,
+                   data_dir: str | os.PathLike | None = None, where: str = "") -> TaskDocs:
+    """Build ``task`` from the board's task folder with the run's dataset metadata; return its documents.
+
+    ``metadata`` is the run's ``configs[task].metadata`` (untrusted: only used to select documents, which are
+    then checked one by one); ``data_dir`` overrides ``$SEMCAL_DATA_DIR``. Any failure to build the task or
+    read its data is a :class:`SubmissionError` naming the task and the split.
+    """
+    meta = _clean_metadata(metadata, where or task)
+    if data_dir is not None:
+        meta["data_dir"] = str(data_dir)
+    from lm_eval.tasks import TaskManager
+
+    try:
+        # lm-eval logs task construction at INFO/WARNING and datasets prints progress bars: keep submit's
+        # output to its own lines.
+        with _quiet():
+            tm = TaskManager(include_path=str(Path(tasks_dir)), include_defaults=False, metadata=meta)
+            loaded = tm.load([task])["tasks"]
+            obj = loaded[task]
+            docs = obj.eval_docs
+            n = len(docs)
+    except SubmissionError:
+        raise
+    except Exception as e:  # anything the task's own loader raises: one line, with the fix
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise SubmissionError(
+            f"{where or task}: the board could not load the documents of task {task} "
+            f"(split {meta.get('split', 'default')!r}): {type(e).__name__}: {msg[:300]}; check the run's "
+            "--metadata and the board's data (SEMCAL_DATA_DIR)"
+        ) from None
+    if n == 0:
+        raise SubmissionError(f"{where or task}: task {task} has no documents in its evaluation split")
+    split = str(getattr(docs, "split", None) or meta.get("split") or "default")
+    soft_field = (obj.config.metadata or {}).get("soft_field") if getattr(obj, "config", None) else None
+    return TaskDocs(task=task, split=split, docs=docs, _task=obj,
+                    soft_field=soft_field if isinstance(soft_field, str) else None)
+
+
+@contextlib.contextmanager
+def _quiet():
+    loggers = [logging.getLogger(n) for n in ("lm-eval", "lm_eval", "datasets", "semcal_eval")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)  # lm-eval logs ERROR for semcal metrics it cannot find in `evaluate`
+    try:
+        from datasets.utils import logging as dlog
+
+        bars = dlog.is_progress_bar_enabled()
+        dlog.disable_progress_bar()
+    except Exception:  # older datasets: nothing to silence
+        bars = None
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        for lg, lv in zip(loggers, levels):
+            lg.setLevel(lv)
+        if bars:
+            dlog.enable_progress_bar()
+
+
+def same_soft(a: Any, b: float | None) -> bool:
+    """A record's soft target equals the dataset's (float32 storage: 1e-6)."""
+    if b is None:
+        return a is None
+    return isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a) and abs(a - b) <= 1e-6
