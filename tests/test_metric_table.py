@@ -80,6 +80,9 @@ def test_every_ci_equals_resampling_documents_and_recomputing(kind):
     a = R.to_arrays(recs)
     names = [n for n in T.CI_METRICS if T.METRICS[n].applies_to(a)]
     assert len(names) >= 4
+    order = T.canonical_order(a)  # the documents in their records' canonical order (see ci)
+    assert sorted(order.tolist()) == list(range(a.n))
+    recs = [recs[i] for i in order]
     for name in names:
         rng_idx = np.random.default_rng(5).integers(0, a.n, size=(60, a.n))
         vals = []
@@ -90,6 +93,16 @@ def test_every_ci_equals_resampling_documents_and_recomputing(kind):
         vals = vals[np.isfinite(vals)]
         ref = tuple(np.quantile(vals, [0.025, 0.975]))
         assert T.ci(name, a, n_boot=60, seed=5) == pytest.approx(ref, rel=1e-9, abs=1e-12), name
+
+
+@pytest.mark.parametrize("kind", ["cls", "soft", "qa"])
+def test_cis_do_not_depend_on_the_order_of_the_records(kind):
+    """Data parallel: lm-eval gathers records rank by rank, so the same documents arrive in another order."""
+    recs = _cls_records(soft=kind == "soft")[0] if kind != "qa" else _qa_records()[0]
+    perm = np.random.default_rng(1).permutation(len(recs))
+    a, b = R.to_arrays(recs), R.to_arrays([recs[i] for i in perm])
+    for name in (n for n in T.CI_METRICS if T.METRICS[n].applies_to(a)):
+        assert T.ci(name, a, n_boot=200) == T.ci(name, b, n_boot=200), name
 
 
 def test_confidence_record_views():

@@ -182,11 +182,7 @@ def test_two_processes_give_the_same_metrics(runs, task):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "the bootstrap CIs resample records by position, and lm-eval gathers them rank by rank "
-    "([0, 2, 4, ..., 1, 3, ...] under 2 processes): the same records in another order give other CIs. "
-    "Needs a canonical record order before resampling (core.metric_table.ci / harness.aggregations)"))
-@pytest.mark.parametrize("task", ["goemotions_semsoft"])  # nq_open's 5 records give order-free CIs by chance
+@pytest.mark.parametrize("task", list(CASES))
 def test_two_processes_give_the_same_confidence_intervals(runs, task):
     one, two = runs[1][task]["metrics"], runs[2][task]["metrics"]
     bad = {k: (one[k], two[k]) for k in one if _is_ci(k) and not _close(one[k], two[k])}

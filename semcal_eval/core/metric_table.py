@@ -221,6 +221,7 @@ def ci(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED,
     ``n_boot`` times with ``numpy.random.default_rng(seed)`` (:func:`semcal_eval.core.metrics.bootstrap_ci`)."""
     m = _metric(name)
     _check(m, a)
+    a = a.take(canonical_order(a))
     if m.loss is not None:
         return M.bootstrap_ci(_mean, m.loss(a), n_boot=n_boot, seed=seed, alpha=alpha)
     # resample only the arrays the metric reads: copying an (n, K) matrix per replicate would dominate
@@ -229,6 +230,25 @@ def ci(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED,
     elif m.needs == "soft":
         a = RecordArrays(a.kind, a.conf, a.correct, p=a.p, t=a.t)
     return M.bootstrap_ci(lambda idx: m.fn(a.take(idx)), np.arange(a.n), n_boot=n_boot, seed=seed, alpha=alpha)
+
+
+def canonical_order(a: RecordArrays) -> np.ndarray:
+    """A permutation that sorts the documents by their record's contents (conf, correct, t, probs, gold).
+
+    The bootstrap resamples positions, so without it a CI would depend on the order the records arrive in, and
+    lm-eval gathers data-parallel ranks rank by rank ([0, 2, 4, …, 1, 3, …] under two processes). Sorted by
+    content, the same records give the same CI in any order; identical records are interchangeable.
+
+    >>> a = RecordArrays("confidence", np.array([0.9, 0.2, 0.9]), np.array([1.0, 0.0, 0.0]))
+    >>> canonical_order(a).tolist()
+    [1, 2, 0]
+    """
+    keys = [a.conf, a.correct]
+    for extra in (a.t, a.probs, a.gold):
+        if extra is not None:
+            x = np.asarray(extra, dtype=np.float64)
+            keys += list(x.reshape(len(x), -1).T)
+    return np.lexsort(keys[::-1])  # lexsort's last key is the primary one
 
 
 def _mean(x: np.ndarray) -> float:
