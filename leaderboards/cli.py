@@ -139,19 +139,13 @@ def _print_entries(sub) -> None:
 
 def _duplicate_of(con, sub) -> str | None:
     """A stored submission with the same predictions (checked before the spot check spends minutes)."""
-    h = getattr(sub, "predictions_hash", None)
-    if not h:
-        return None
-    try:
-        row = con.execute("SELECT id, model_name, tier FROM submissions WHERE predictions_hash = ?", (h,)).fetchone()
-    except sqlite3.OperationalError:
-        return None
+    row = con.execute("SELECT id, model_name, tier FROM submissions WHERE predictions_hash = ?",
+                      (sub.predictions_hash,)).fetchone()
     return f"#{row[0]} ({row[1]!r}, {row[2]})" if row else None
 
 
 def _submit(con, args, db_path) -> int:
-    from . import spotcheck
-    from .evaluate import store
+    from . import db, spotcheck
     from .recompute import validate_run
 
     sub = validate_run(args.output_dir, args.tasks_dir)
@@ -166,14 +160,14 @@ def _submit(con, args, db_path) -> int:
     else:
         seed = args.spot_check_seed
         if seed is None:
-            seed = spotcheck.board_seed(con, getattr(sub, "predictions_hash", None) or sub.content_hash)
-        splits = {e.task: e.split for e in sub.entries if getattr(e, "split", "")}
+            seed = spotcheck.board_seed(con, sub.predictions_hash)
+        splits = {e.task: e.split for e in sub.entries if e.split}
         sc = spotcheck.spot_check(sub.results_path, seed=seed, splits=splits, progress=_progress)
         tier, verification = sc.tier, sc.verification
         print(sc.message)
     if crossfit:
         verification["crossfit_recomputed"] = crossfit
-    sid = store(con, sub, args.model_name, args.method, tier, verification)
+    sid = db.insert(con, sub, args.model_name, args.method, tier=tier, verification=verification)
     print(_stored_line(sid, sub, tier, db_path))
     _print_entries(sub)
     return 0
@@ -275,10 +269,7 @@ def _dispatch(con, args, db_path) -> int:
 
 
 def _tiers(con) -> dict[int, str]:
-    try:
-        return dict(con.execute("SELECT id, tier FROM submissions").fetchall())
-    except sqlite3.OperationalError:  # a schema without tiers: every entry is self-reported
-        return {}
+    return dict(con.execute("SELECT id, tier FROM submissions").fetchall())
 
 
 if __name__ == "__main__":

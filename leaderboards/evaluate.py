@@ -32,7 +32,7 @@ from .errors import SubmissionError
 
 __all__ = [
     "PINNED", "JOBS_SCHEMA", "MAX_ATTEMPTS", "ensure_jobs", "resolve_model", "default_split", "enqueue",
-    "claim", "recover_stale", "run_job", "store", "work_until_empty", "list_jobs", "lm_eval_command",
+    "claim", "recover_stale", "run_job", "work_until_empty", "list_jobs", "lm_eval_command",
 ]
 
 #: Settings every board-run evaluation uses. float32 on CPU is the reference arithmetic (the catalogue's
@@ -310,6 +310,7 @@ def run_job(con: sqlite3.Connection, job: dict, db_path: Path, *, progress=print
     """Run one claimed job to the end: lm-eval subprocess, validate_run, db.insert(tier="verified").
 
     Returns ``(state, message)``; the job row is updated to ``done`` or ``failed`` (with the error)."""
+    from . import db
     from .errors import REJECTED
     from .recompute import validate_run
 
@@ -342,23 +343,13 @@ def run_job(con: sqlite3.Connection, job: dict, db_path: Path, *, progress=print
             sub = validate_run(run_dir)
             verification = {"job_id": jid, "model": job["model"], "pretrained": job["pretrained"],
                             "settings": job["settings"], "limit": job["limit"]}
-            ids.append(store(con, sub, job["model_name"], job["method"], "verified", verification))
+            ids.append(db.insert(con, sub, job["model_name"], job["method"], tier="verified",
+                                 verification=verification))
     except REJECTED as e:
         _finish(con, jid, "failed", f"the board's own run was rejected: {e}")
         return "failed", f"job {jid} failed: the board's own run was rejected: {e}"
     _finish(con, jid, "done", None, ids[0] if ids else None)
     return "done", f"job {jid} done: verified submission(s) {', '.join(f'#{i}' for i in ids)}"
-
-
-def store(con, sub, model_name: str, method: str, tier: str, verification: dict) -> int:
-    """``db.insert`` with the tier and how it was verified (board schema 2)."""
-    import inspect
-
-    from . import db
-
-    if "tier" not in inspect.signature(db.insert).parameters:  # pragma: no cover - board schema 1
-        raise SubmissionError("this board database module has no tiers (schema 1); update semcal")
-    return db.insert(con, sub, model_name, method, tier=tier, verification=verification)
 
 
 def work_until_empty(con: sqlite3.Connection, db_path: Path, *, once: bool = False, job_id: int | None = None,
