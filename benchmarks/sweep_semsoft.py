@@ -1,14 +1,26 @@
-"""Choose τ, K and the label embedding on the GoEmotions validation split, from ONE forward pass per document.
+"""Semantic Softmax on one model and one task, every row and every diagnostic from ONE forward pass per document.
 
-The answer-position logits of every document are computed once (per prompt mode) with the ``hf-semsoft``
-backend on the exact contexts lm-eval builds for ``goemotions_semsoft``; every (τ, K, label embedding) is then
-scored from those logits with ``semcal_eval.semsoft.scoring``. Protocol: the validation documents are split into two
-halves (``recalibration.split_halves``); configurations are ranked on the *tune* half by a
-proper score (NLL by default, ``--select``; ECE alone can be gamed by collapsing towards the base rate)
-subject to macro-F1 not below the constrained baseline's, and the chosen one is reported on the *held-out* half, beside the
-constrained baseline, the class prior, and temperature scaling fitted on the tune half (issue 8).
+    SEMCAL_DATA_DIR=../shared/data python benchmarks/sweep_semsoft.py --model qwen2.5-coder-1.5b --chat on
+    SEMCAL_DATA_DIR=../shared/data python benchmarks/sweep_semsoft.py --model qwen2.5-coder-1.5b --chat on \\
+        --task civil_comments_ambiguous_semsoft
 
-    SEMCAL_DATA_DIR=../shared/data python benchmarks/sweep_semsoft.py --model smollm2-135m --limit 400
+Phase 1 (``semsoft_topk_cache.forward_topk``, resumable): the answer position's top-2000 tokens and the label
+tokens' log-probabilities of every document, on the exact contexts lm-eval builds for the task (the
+validation split of GoEmotions; the train head of Civil Comments, the only split the shared mirror has).
+
+Phase 2 (seconds): the rows ``goemotions_semsoft`` reports on the same documents — computed by the task's own
+filters (``SemSoftTuned``, ``CrossfitTemperature``, ``ReferencePredictor``) on responses built with the
+backend's own scoring functions, so the numbers are the ones ``lm_eval --tasks goemotions_semsoft
+--metadata '{"split": "validation"}'`` gives on these documents:
+
+* ``constrained``, ``semsoft`` (τ=0.2, K=100, first), ``semsoft_tuned`` (the default grid; on the whole
+  validation split it is cross-fitted: each doc_id fold tuned on the other), ``constrained_ts`` (cross-fitted
+  T), ``prior`` (training-split frequencies), ``uniform``;
+* 95% bootstrap CIs (the metric table's; macro-F1 with the same resampling), per-class recall, a reliability
+  diagram of constrained / semsoft / semsoft_tuned;
+* diagnostics for docs/SWEEP.md: K, the label embedding (first, mean, and the *input* embedding matrix, which
+  differs from lm_head on untied models), fallback rates, the probability mass the model puts on the labels'
+  first tokens, and the configuration each fold chose.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -23,138 +36,273 @@ import numpy as np
 import torch
 from lm_eval.tasks import TaskManager
 
-from semcal_eval import TASKS_DIR
-from semcal_eval.cli import register_backends
-from semcal_eval.models import resolve_pretrained
-from semcal_eval.plots import sweep_plot
-from semcal_eval.core.recalibration import prior_predictor, split_halves
-from semcal_eval.report import markdown_table, row_metrics, temperature_rows
-from semcal_eval.semsoft.scoring import LabelTrie, apply_fallback, label_embeddings, semantic_softmax
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from semsoft_topk_cache import forward_topk  # noqa: E402
 
-TAUS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4]
-KS = [10, 50, 100, 500, 2000]
-MODES = ["first", "mean"]
-COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_class"]
+from semcal_eval import TASKS_DIR  # noqa: E402
+from semcal_eval.cli import register_backends  # noqa: E402
+from semcal_eval.core import metric_table as T  # noqa: E402
+from semcal_eval.core.records import classification_record, first_gold, to_arrays  # noqa: E402
+from semcal_eval.models import resolve_pretrained  # noqa: E402
+from semcal_eval.plots import reliability_diagram  # noqa: E402
+from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor, SemSoftTuned  # noqa: E402
+from semcal_eval.semsoft.scoring import apply_fallback, label_embeddings, normalized_rows, semsoft_from_topk  # noqa: E402
+from semcal_eval.semsoft.spec import SemSoftParams  # noqa: E402
+from semcal_eval.semsoft.tuning import config_key  # noqa: E402
+
+HARD_COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_conf", "auroc_class"]
+SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "acc", "auroc_class", "ece_uw15", "nll"]
 
 
-def contexts(lm, limit: int, chat: bool):
-    meta = {"split": "validation", "recalibrate": False}
-    task = TaskManager(include_path=str(TASKS_DIR), metadata=meta).load(["goemotions_semsoft"])["tasks"][
-        "goemotions_semsoft"]
+def contexts(lm, task_name: str, split: str, limit: int | None, chat: bool):
+    """The task's own instances (contexts and label continuations), its gold/soft functions and training golds."""
+    meta = {"split": split, "recalibrate": False, "tune": False}
+    task = TaskManager(include_path=str(TASKS_DIR), metadata=meta).load([task_name])["tasks"][task_name]
     task.build_all_requests(limit=limit, rank=0, world_size=1, apply_chat_template=chat,
                             chat_template=lm.apply_chat_template if chat else None,
                             tokenizer_name=lm.tokenizer_name if chat else "")
     insts = sorted(task.instances, key=lambda i: i.doc_id)
-    golds = [task.gold(i.doc) for i in insts]
-    train = [task.gold(d) for d in task.training_docs()]
-    return insts, golds, train
+    return insts, task
 
 
-def forward_all(lm, insts, batch_size: int):
-    """Answer-position logits (float32, n×V) and each label's token ids, one forward row per document."""
-    ctx_ids, label_tokens = [], None
-    for inst in insts:
-        ctx, spec = inst.args
-        c, conts = lm.encode_choices(ctx, spec["choices"])
-        ctx_ids.append(c)
-        label_tokens = label_tokens or conts
-    trie = LabelTrie(label_tokens)
-    assert not trie.branch_prefixes, "collisions need extra rows; not expected for GoEmotions"
-    out = []
-    for s in range(0, len(ctx_ids), batch_size):
-        out.append(lm.last_token_logits(ctx_ids[s : s + batch_size]))
-        print(f"  forward {min(s + batch_size, len(ctx_ids))}/{len(ctx_ids)}", flush=True)
-    return torch.cat(out), label_tokens, trie
+class _RowsView:
+    """The filters' view of the task (golds, soft targets, training split), for documents given by position."""
+
+    def __init__(self, task, docs):
+        self.task, self.docs = task, docs
+
+    def gold(self, doc):
+        return self.task.gold(doc)
+
+    def soft_target(self, doc):
+        return self.task.soft_target(doc)
+
+    def train_golds(self):
+        return self.task.train_golds()
+
+    def train_soft_targets(self):
+        return self.task.train_soft_targets()
+
+    def doc_ids(self, docs):
+        return [int(d["_doc_id"]) for d in docs]
+
+    def tuning_rows(self):
+        return [], []  # the whole split is evaluated: the tuned row is cross-fitted, as in the lm-eval run
 
 
-def score_grid(lm, logits, label_tokens, trie):
-    W = lm.output_embedding.detach()
-    log_probs = torch.log_softmax(logits.float(), -1)
-    base = torch.stack([trie.constrained(lp, {}) for lp in log_probs])
-    grid = {}
-    for mode in MODES:
-        emb = label_embeddings(W, label_tokens, mode)
-        for k in KS:
-            out = semantic_softmax(logits, W, emb, TAUS, k, lm.vocab_valid)
-            for i, tau in enumerate(TAUS):
-                p = apply_fallback(out["p_sem"][i], out["fallback"][i], base)
-                grid[(mode, k, tau)] = (p.numpy(), float(out["fallback"][i].float().mean()))
-    return base.numpy(), grid
+def grid_probs(cache, W, label_tokens, grid: dict, baseline: torch.Tensor) -> dict[str, np.ndarray]:
+    """P_sem (n×L) for every configuration of ``grid`` from the cached top-K (the backend's ``_grid``)."""
+    top_p, top_ids = cache["top_lp"].exp(), cache["top_ids"]
+    out = {}
+    for emb in grid["label_embeddings"]:
+        if emb == "input":
+            continue
+        E = label_embeddings(W, label_tokens, emb)
+        for k in grid["top_k"]:
+            r = semsoft_from_topk(top_p[:, :k], top_ids[:, :k], W, E, grid["taus"])
+            for i, t in enumerate(grid["taus"]):
+                p = apply_fallback(r["p_sem"][i], r["fallback"][i], baseline)
+                out[config_key(emb, k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
+    return out
 
 
-def items(P, golds, idx):
-    return [{"probs": P[i].tolist(), "gold": golds[i]} for i in idx]
+def records(P, task, docs, extra=None):
+    extra = extra or [{}] * len(docs)
+    return [classification_record(p, task.gold(d), task.soft_target(d),
+                                  temperature=e.get("temperature"), at_bound=e.get("at_bound"))
+            for p, d, e in zip(P, docs, extra)]
+
+
+def metrics_with_ci(recs, columns, n_boot=1000, seed=0) -> dict:
+    """The table's metrics with its bootstrap CIs; macro-F1 and class AUROC get a same-seed document bootstrap."""
+    m = T.compute_all(recs, columns, with_ci=True, ci_names=[c for c in columns if c in T.CI_METRICS])
+    a = to_arrays(recs)
+    rng = np.random.default_rng(seed)
+    for name in ("macro_f1", "auroc_class"):
+        if name in m:
+            vals = [T.compute(name, a.take(rng.integers(0, a.n, a.n))) for _ in range(n_boot)]
+            m[f"{name}_ci_lo"], m[f"{name}_ci_hi"] = np.percentile(vals, [2.5, 97.5]).tolist()
+    return m
+
+
+def per_class_recall(recs, labels) -> dict[str, dict]:
+    a = to_arrays(recs)
+    gold = a.gold.argmax(1)
+    return {lab.strip(): {"n": int((gold == i).sum()), "recall": float((a.pred[gold == i] == i).mean())
+                          if (gold == i).any() else float("nan"), "predicted": int((a.pred == i).sum())}
+            for i, lab in enumerate(labels)}
+
+
+def fmt_table(table: dict, columns: list[str]) -> str:
+    head = "| row | n | " + " | ".join(columns) + " |"
+    lines = [head, "|" + "---|" * (len(columns) + 2)]
+    for name, m in table.items():
+        cells = []
+        for c in columns:
+            v = m.get(c, float("nan"))
+            lo, hi = m.get(f"{c}_ci_lo"), m.get(f"{c}_ci_hi")
+            cells.append(f"{v:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""))
+        lines.append(f"| {name} | {m['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--limit", type=int, default=400)
-    ap.add_argument("--chat", choices=["on", "off", "both"], default="both")
+    ap.add_argument("--task", default="goemotions_semsoft")
+    ap.add_argument("--split", default=None, help="default: validation (GoEmotions), train (Civil Comments)")
+    ap.add_argument("--limit", type=int, default=0, help="first N documents (0: the whole split)")
+    ap.add_argument("--chat", choices=["on", "off"], default="on")
     ap.add_argument("--batch_size", type=int, default=8)
+    ap.add_argument("--cache_dir", default=str(Path.home() / ".cache/semcal/sweep"))
     ap.add_argument("--out", default="benchmarks/results")
-    ap.add_argument("--select", choices=["nll", "brier_mc", "ece_uw15"], default="nll")
     args = ap.parse_args()
     register_backends()
     torch.set_num_threads(int(os.environ.get("SEMCAL_THREADS", "2")))
     from semcal_eval.semsoft.backend import SemSoftLM
 
+    soft_task = args.task.startswith("civil")
+    split = args.split or ("train" if soft_task else "validation")
+    t_start = time.time()
     lm = SemSoftLM(pretrained=resolve_pretrained(f"semcal:{args.model}"), dtype="float32", device="cpu",
                    batch_size=args.batch_size)
-    summary = {}
-    for chat in {"both": [False, True], "on": [True], "off": [False]}[args.chat]:
-        tag = f"{args.model}-chat{'on' if chat else 'off'}"
-        insts, golds, train = contexts(lm, args.limit, chat)
-        t0 = time.time()
-        logits, label_tokens, trie = forward_all(lm, insts, args.batch_size)
-        fwd = time.time() - t0
-        t0 = time.time()
-        base, grid = score_grid(lm, logits, label_tokens, trie)
-        grid_s = time.time() - t0
-        tune, held = split_halves(list(range(len(insts))), seed=0)
-        base_tune = row_metrics(items(base, golds, tune), ci=False)
-        rows = []
-        for (mode, k, tau), (P, fb) in grid.items():
-            m = row_metrics(items(P, golds, tune), ci=False)
-            rows.append({"mode": mode, "k": k, "tau": tau, "fallback": fb, **{c: m[c] for c in COLUMNS}})
-        ok = [r for r in rows if r["macro_f1"] >= base_tune["macro_f1"] - 1e-12] or rows
-        best = min(ok, key=lambda r: r[args.select])
-        print(f"\n## {tag}: {len(insts)} validation docs; forward {fwd:.0f}s, whole (τ,K,E) grid of "
-              f"{len(grid)} configs {grid_s:.1f}s (= {fwd / max(grid_s, 1e-9):.0f}x cheaper than one more pass)")
-        print(f"tune half ({len(tune)} docs): constrained ECE {base_tune['ece_uw15']:.3f} macro-F1 "
-              f"{base_tune['macro_f1']:.3f}; chosen E={best['mode']} K={best['k']} τ={best['tau']} "
-              f"by {args.select} (ECE {best['ece_uw15']:.3f}, NLL {best['nll']:.3f}, macro-F1 {best['macro_f1']:.3f})")
-        Pbest = grid[(best["mode"], best["k"], best["tau"])][0]
-        prior = prior_predictor(np.array([g if isinstance(g, int) else g[0] for g in train]), 28, len(insts))
-        held_rows = {"prior": items(prior, golds, held), "constrained": items(base, golds, held),
-                     "semsoft": items(Pbest, golds, held)}
-        default = grid[("first", 100, 0.2)][0]
-        held_rows["semsoft (defaults τ=0.2,K=100)"] = items(default, golds, held)
-        table = {name: {"n": len(it), **row_metrics(it, ci=True)} for name, it in held_rows.items()}
-        for name, P in (("constrained", base), ("semsoft", Pbest)):
-            scaled, fit = temperature_rows(items(P, golds, tune), items(P, golds, held))
-            table[f"{name}+T(tune half)"] = {"n": len(scaled), **row_metrics(scaled, ci=True),
-                                             "temperature": fit.T, "at_bound": fit.at_bound}
-        print(f"held-out half ({len(held)} docs):")
-        print(markdown_table(table, COLUMNS))
-        c, s = table["constrained"], table["semsoft"]
-        print(f"ECE constrained/semsoft = {c['ece_uw15'] / max(s['ece_uw15'], 1e-9):.1f}x; macro-F1 "
-              f"{c['macro_f1']:.3f} -> {s['macro_f1']:.3f}; class AUROC {c['auroc_class']:.3f} -> "
-              f"{s['auroc_class']:.3f}; Brier {c['brier_mc']:.3f} -> {s['brier_mc']:.3f} (prior "
-              f"{table['prior']['brier_mc']:.3f})")
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        for mode in MODES:
-            ys = {met: {f"K={k}": [next(r[met] for r in rows if r["mode"] == mode and r["k"] == k and r["tau"] == t)
-                                   for t in TAUS] for k in KS} for met in ("ece_uw15", "macro_f1", "brier_mc")}
-            for met in ys:
-                ys[met]["constrained"] = [base_tune[met]] * len(TAUS)
-            sweep_plot(TAUS, ys, Path(args.out) / f"sweep_{tag}_{mode}.png",
-                       title=f"{tag}, label embedding '{mode}' (tune half)")
-        summary[tag] = {"grid_tune_half": rows, "chosen": best, "held_out": table,
-                        "forward_s": fwd, "grid_s": grid_s, "n_docs": len(insts)}
-    out = Path(args.out) / f"sweep_{args.model}.json"
-    out.write_text(json.dumps(summary, indent=1, default=float))
-    print(f"wrote {out} and sweep PNGs")
+    chat = args.chat == "on"
+    tag = f"{args.model}-chat{args.chat}"
+    insts, task = contexts(lm, args.task, split, args.limit or None, chat)
+    short = "goemotions" if args.task.startswith("goemotions") else args.task.replace("_semsoft", "")
+    cache_path = Path(args.cache_dir) / f"{tag}-{short}-{split}.pt"
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache = forward_topk(lm, insts, cache_path, save_every=200)
+    labels = list(insts[0].args[1]["choices"])
+    docs = [{**i.doc, "_doc_id": int(i.doc_id)} for i in insts]
+    n = len(docs)
+    W_out = lm.output_embedding.detach()
+    W_in = lm.model.get_input_embeddings().weight.detach()
+    tied = W_out.data_ptr() == W_in.data_ptr()
+    label_tokens = cache["label_tokens"]
+    baseline = torch.softmax(cache["label_lp"].float(), -1)  # no collisions (checked by forward_topk)
+    params = SemSoftParams.from_metadata({**(task.config.metadata or {}), "tune": True})
+    t0 = time.time()
+    grid = grid_probs(cache, W_out, label_tokens, params.grid, baseline)
+    grid_s = time.time() - t0
+    view = _RowsView(task, docs)
+    resps = [[{"baseline": baseline[i].tolist(), "grid": {k: v[0][i].tolist() for k, v in grid.items()}}]
+             for i in range(n)]
+    tuned = SemSoftTuned(view, by=params.tune_by).apply(resps, docs)
+    default_key = config_key(params.label_embedding, params.top_k, params.tau)
+    P_default = grid[default_key][0] if default_key in grid else None
+    rows = {
+        "constrained": records(baseline.numpy(), task, docs),
+        "semsoft": records(P_default, task, docs),
+        "semsoft_tuned": records([t["probs"] for t in tuned], task, docs),
+    }
+    ts = CrossfitTemperature(view).apply([baseline[i].tolist() for i in range(n)], docs)
+    rows["constrained_ts"] = records([t["probs"] for t in ts], task, docs, ts)
+    ref_resps = [[{"baseline": [1.0 / len(labels)] * len(labels)}]] * n
+    for kind in ("prior", "uniform"):
+        rows[kind] = records(ReferencePredictor(kind, view).apply(ref_resps, docs), task, docs)
+    columns = SOFT_COLUMNS if soft_task else HARD_COLUMNS
+    table = {name: {"n": n, **metrics_with_ci(r, columns)} for name, r in rows.items()}
+    folds = sorted({(t["tuned_fold"], t["tuned_embedding"], t["tuned_top_k"], t["tuned_tau"], t["tuned_guard"])
+                    for t in tuned}, key=str)
+
+    # -- diagnostics ---------------------------------------------------------------------------------------------
+    diag: dict = {"tied_embeddings": bool(tied), "label_first_token_mass": {}, "fallback_rate": {}}
+    mass = cache["label_lp"].float().exp().sum(-1)
+    top1 = cache["top_ids"][:, 0]
+    firsts = torch.tensor([t[0] for t in label_tokens])
+    diag["label_first_token_mass"] = {"mean": float(mass.mean()), "median": float(mass.median()),
+                                      "top1_is_a_label_token": float(torch.isin(top1, firsts).float().mean())}
+    diag["multi_token_labels"] = [lab.strip() for lab, t in zip(labels, label_tokens) if len(t) > 1]
+    diag["fallback_rate"] = {k: fb for k, (_, fb) in grid.items() if fb > 0}
+    extra_grid = {"taus": [0.0, 0.1, 0.2, 0.3], "top_k": [10, 100, 500, 2000], "label_embeddings": ["first", "mean"]}
+    ext = grid_probs(cache, W_out, label_tokens, extra_grid, baseline)
+    if not tied:  # the input embedding matrix for both the top-K tokens and the labels
+        top_p, top_ids = cache["top_lp"].exp(), cache["top_ids"]
+        for emb in ("first", "mean"):
+            E = label_embeddings(W_in, label_tokens, emb)
+            for k in extra_grid["top_k"]:
+                r = semsoft_from_topk(top_p[:, :k], top_ids[:, :k], W_in, E, extra_grid["taus"])
+                for i, t in enumerate(extra_grid["taus"]):
+                    p = apply_fallback(r["p_sem"][i], r["fallback"][i], baseline)
+                    ext[config_key(f"input-{emb}", k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
+    diag_cols = ["brier_mc", "nll", "macro_f1", "ece_uw15", "auroc_conf", "acc"] if not soft_task else ["soft_nll", "soft_ece",
+                                                                                            "spearman", "auroc_class",
+                                                                                            "soft_brier"]
+    # variants outside the tuning grid, tried and not adopted (docs/SWEEP.md): embeddings centred on the
+    # vocabulary mean (removes the common direction that makes every cosine positive), a sharpening exponent
+    # w = max(0, cos − τ)^γ (γ → ∞ is the constrained first-token baseline), and a mixture with the baseline
+    top_p, top_ids = cache["top_lp"].exp(), cache["top_ids"]
+    Wc = W_out - W_out.float().mean(0, keepdim=True)
+    Ec = label_embeddings(Wc, label_tokens, "first")
+    for k in (100, 500):
+        r = semsoft_from_topk(top_p[:, :k], top_ids[:, :k], Wc, Ec, [0.0, 0.1, 0.2])
+        for i, t in enumerate([0.0, 0.1, 0.2]):
+            p = apply_fallback(r["p_sem"][i], r["fallback"][i], baseline)
+            ext[config_key("centred-first", k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
+    E1 = label_embeddings(W_out, label_tokens, "first")
+    Ev = normalized_rows(W_out, top_ids[:, :500].reshape(-1)).reshape(n, 500, -1)
+    cos = torch.einsum("nkd,ld->nkl", Ev, E1)
+    for t in (0.0, 0.1):
+        for g in (2, 4, 8):
+            m = torch.einsum("nk,nkl->nl", top_p[:, :500].float(), (cos - t).clamp_min(0) ** g)
+            ok = m.sum(-1, keepdim=True) > 0
+            P = torch.where(ok, m / m.sum(-1, keepdim=True).clamp_min(1e-30), baseline)
+            ext[f"sharpen-gamma{g}/k500/tau{t:g}"] = (P.numpy(), float((~ok).float().mean()))
+    P0 = grid[config_key("first", 100, 0.0)][0]
+    for a in (0.25, 0.5, 0.75):
+        ext[f"mix-constrained{a:g}/k100/tau0"] = (a * baseline.numpy() + (1 - a) * P0, 0.0)
+    del Ev, cos
+    diag["grid"] = {k: {**T.compute_all(records(P, task, docs), diag_cols, with_ci=False), "fallback": fb}
+                    for k, (P, fb) in ext.items()}
+    # label-label cosine (lm_head rows): how much mass a label's own token spreads to the others at τ
+    C = (E1 @ E1.T).numpy()
+    off = C[~np.eye(len(labels), dtype=bool)]
+    diag["label_cosine"] = {"mean_off_diagonal": float(off.mean()), "max_off_diagonal": float(off.max()),
+                            "share_above_0.2": float((off > 0.2).mean())}
+    # how close the top-K tokens are to any label: share of top-100 mass within cos > τ of the nearest label
+    Ev = normalized_rows(W_out, cache["top_ids"][:, :100].reshape(-1)).reshape(n, 100, -1)
+    best = torch.einsum("nkd,ld->nkl", Ev, E1).max(-1).values
+    p100 = cache["top_lp"][:, :100].exp()
+    diag["top100_mass_near_a_label"] = {f"cos>{t}": float(((best > t).float() * p100).sum(-1).mean() /
+                                                          p100.sum(-1).mean()) for t in (0.2, 0.4, 0.6, 0.9)}
+    if not soft_task:
+        diag["per_class_recall"] = {name: per_class_recall(rows[name], labels)
+                                    for name in ("constrained", "semsoft", "semsoft_tuned")}
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"semsoft_{short}_{tag}"
+    series = {}
+    for name in ("constrained", "semsoft", "semsoft_tuned"):
+        a = to_arrays(rows[name])
+        series[name] = (a.conf.tolist(), a.correct.astype(int).tolist())
+    reliability_diagram(out / f"{stem}_reliability.png", series, title=f"{args.model} ({args.task}, chat {args.chat}, "
+                        f"{n} {split} docs)")
+    wall = time.time() - t_start
+    summary = {"model": args.model, "task": args.task, "split": split, "chat": chat, "n_docs": n,
+               "forward_s": cache["seconds"], "grid_s": grid_s, "wall_s_this_call": wall, "table": table,
+               "tuned_choices": [dict(zip(("fold", "embedding", "top_k", "tau", "guard"), f)) for f in folds],
+               "grid": {"default": params.grid}, "diagnostics": diag}
+    (out / f"{stem}.json").write_text(json.dumps(summary, indent=1, default=float))
+    md = [f"## {args.model}, {args.task}, chat {args.chat}: {n} {split} documents",
+          f"forward passes {cache['seconds'] / 60:.1f} min (one per document, prefix-cached); the {len(grid)}-"
+          f"configuration tuning grid {grid_s:.1f} s", "", fmt_table(table, columns), "",
+          "semsoft_tuned choices: " + "; ".join(f"fold {f[0]}: {f[1]}, K={f[2]}, τ={f[3]:g}"
+                                                 + ("" if f[4] else " (guard not met)") for f in folds)]
+    md += ["", "diagnostics: " + json.dumps({k: v for k, v in diag.items() if k not in ("grid", "per_class_recall")},
+                                            default=float)]
+    if "per_class_recall" in diag:
+        pcr = diag["per_class_recall"]
+        md += ["", "| label | n | recall constrained | semsoft | semsoft_tuned | predicted c/s/t |", "|---|---|---|---|---|---|"]
+        for lab in pcr["constrained"]:
+            c, s, t = (pcr[r][lab] for r in ("constrained", "semsoft", "semsoft_tuned"))
+            md.append(f"| {lab} | {c['n']} | {c['recall']:.2f} | {s['recall']:.2f} | {t['recall']:.2f} | "
+                      f"{c['predicted']}/{s['predicted']}/{t['predicted']} |")
+    text = "\n".join(md) + "\n"
+    (out / f"{stem}.md").write_text(text)
+    print(text)
+    print(f"wrote {out / stem}.json/.md/_reliability.png")
 
 
 if __name__ == "__main__":

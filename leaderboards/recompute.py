@@ -550,6 +550,7 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
 
         # reported metrics of this task, keyed by filter (known before the samples are read)
         reported: dict[str, dict[str, float]] = {}
+        reported_text: dict[str, dict[str, str]] = {}  # text parameters (tuned_embedding): compared as text
         for key, val in res[task].items():
             if not isinstance(key, str) or "," not in key:
                 continue
@@ -558,9 +559,16 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
                 continue  # bootstrap stderr: not recomputed (see docs/LEADERBOARD.md)
             if metric not in spec.metrics:
                 raise SubmissionError(f"{rp}: {task} reports metric {metric[:40]!r}, which task {task} does not declare")
+            if metric in T.TEXT_PARAMETERS:
+                if not isinstance(val, str) or len(val) > 200:
+                    raise SubmissionError(f"{rp}: {task} {key[:60]}: reported value must be a short text")
+                reported_text.setdefault(f, {})[metric] = val
+                reported.setdefault(f, {})
+                continue
             reported.setdefault(f, {})[metric] = _num(val, f"{rp}: {task} {key[:60]}")
 
-        filters = _read_task_rows(sp, task, spec, docs, effective, reported)
+        every = {f: {**reported.get(f, {}), **reported_text.get(f, {})} for f in {*reported, *reported_text}}
+        filters = _read_task_rows(sp, task, spec, docs, effective, every)
         if not filters:
             raise SubmissionError(f"{sp}: no sample rows")
         for f in reported:
@@ -575,7 +583,7 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
                 raise SubmissionError(
                     f"{sp}: filter {f} has {len(flt.records)} sample rows but n-samples.effective is {effective}"
                 )
-            missing = sorted(set(spec.metrics) - set(reported[f]))
+            missing = sorted(set(spec.metrics) - set(every[f]))
             if missing:
                 raise SubmissionError(
                     f"{rp}: {task} filter {f}: metric(s) {', '.join(missing)} declared by the task but not "
@@ -583,6 +591,11 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
                 )
             records = [flt.records[i] for i in doc_ids]
             flt.records.clear()  # the list holds them now
+            for metric, rep_text in sorted(reported_text.get(f, {}).items()):
+                got = _aggregation(spec, metric)(records)
+                if got != rep_text:
+                    raise SubmissionError(f"{rp}: {task} metric {metric},{f} is reported as {rep_text[:40]!r} but "
+                                          f"recomputes to {str(got)[:40]!r} from {sp.name}; rejected")
             for metric in sorted(reported[f]):
                 agg = _aggregation(spec, metric)
                 try:

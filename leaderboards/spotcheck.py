@@ -20,6 +20,13 @@ the logged probabilities came from the model that ``config.model_args`` names:
    difference between submitted and re-scored class probabilities. Above :data:`TOLERANCE` anywhere: rejected,
    naming the worst document. Otherwise tier ``spot-checked``.
 
+``semsoft_tuned`` (P_sem at a configuration chosen on other documents) is re-scored at the configuration each
+of its records names (``tuned_tau``, ``tuned_top_k``, ``tuned_embedding``, which must lie in the run's tuning
+grid): one more lm-eval run per distinct configuration (one; two when cross-fitted folds chose differently)
+whose ``semsoft`` row must equal the submitted ``semsoft_tuned`` row. That proves the probabilities are the
+named model's at the named configuration; it does not re-derive the choice itself (that needs the tuning
+documents' model outputs, which are not logged); every record of the row names its configuration.
+
 Not re-scored: the cross-fitted rows ``constrained_ts`` / ``semsoft_ts`` (their temperature is fitted on the
 *other* documents of the run, so a sample cannot reproduce them). Instead :func:`check_crossfit` recomputes
 them in full, without the model, from the run's own ``constrained`` / ``semsoft`` rows with the same
@@ -62,6 +69,8 @@ MIN_DOCS = 20
 #: Filters whose probabilities depend on other documents than their own (fitted across the run's documents),
 #: with the row they are fitted from.
 CROSS_DOCUMENT_FILTERS = {"constrained_ts": "constrained", "semsoft_ts": "semsoft"}
+#: The row whose configuration is chosen on other documents; re-scored at the configuration its records name.
+TUNED_FILTER = "semsoft_tuned"
 #: dtypes whose arithmetic the tolerance was chosen for (None/"auto": the float32 catalogue folders load float32).
 _FLOAT32 = (None, "", "auto", "float32", "torch.float32", "float", "fp32")
 #: Main metric under which the per-document record is read (recompute checks that all copies are equal).
@@ -228,7 +237,8 @@ def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
             if strict:
                 raise NotCheckable("records are not classification records")
             continue
-        row = {"probs": rec["probs"], "doc_hash": r.get("doc_hash")}
+        row = {"probs": rec["probs"], "doc_hash": r.get("doc_hash"),
+               "tuned": tuple(rec.get(k) for k in ("tuned_tau", "tuned_top_k", "tuned_embedding"))}
         if gold:
             row["gold"] = rec.get("gold")
         out.setdefault(r["filter"], {})[r["doc_id"]] = row
@@ -256,8 +266,26 @@ def _rescore_metadata(task_cfg: dict, semsoft: bool) -> tuple[dict, str | None]:
         p = SemSoftParams.from_metadata(meta)
     except SemSoftError as e:
         raise SubmissionError(f"the run's semsoft hyper-parameters are invalid: {e}") from e
+    # tune: false — semsoft_tuned is re-scored at its own recorded configuration (_tuned_configs)
     return {"tau": list(p.taus), "top_k": p.top_k, "label_embedding": p.label_embedding, "recalibrate": False,
-            "reference_predictors": False}, split
+            "reference_predictors": False, "tune": False, **({"tune_grid": p.grid} if p.grid else {})}, split
+
+
+def _tuned_configs(task: str, rows: dict[int, dict], ids: list[int], grid: dict | None) -> dict[tuple, list[int]]:
+    """The sampled documents of the semsoft_tuned row grouped by the (τ, K, embedding) their records name;
+    SubmissionError when a record names none or one outside the run's tuning grid."""
+    out: dict[tuple, list[int]] = {}
+    for doc in ids:
+        tau, k, emb = rows[doc]["tuned"]
+        ok = (grid is not None and isinstance(emb, str) and emb in grid["label_embeddings"]
+              and isinstance(k, (int, float)) and int(k) in grid["top_k"]
+              and isinstance(tau, (int, float)) and any(abs(float(tau) - t) < 1e-12 for t in grid["taus"]))
+        if not ok:
+            raise SubmissionError(
+                f"{task} document {doc} (filter {TUNED_FILTER}): the record names configuration tau={tau!r}, "
+                f"top_k={k!r}, label_embedding={emb!r}, which is not in the run's tuning grid {grid}; rejected")
+        out.setdefault((float(tau), int(k), emb), []).append(doc)
+    return out
 
 
 def spot_check(results_path: Path, *, seed: int | None = None, splits: dict[str, str] | None = None,
@@ -305,54 +333,81 @@ def spot_check(results_path: Path, *, seed: int | None = None, splits: dict[str,
             except NotCheckable as e:
                 unchecked[task] = str(e)
                 continue
-            filters = [f for f in sorted(sub_rows) if f not in CROSS_DOCUMENT_FILTERS and f not in REFERENCE_FILTERS]
+            filters = [f for f in sorted(sub_rows)
+                       if f not in CROSS_DOCUMENT_FILTERS and f not in REFERENCE_FILTERS and f != TUNED_FILTER]
             if not filters:
                 unchecked[task] = "no filter of this run is a per-document function of the model"
                 continue
             ids = sample_doc_ids(list(sub_rows[filters[0]]), seed + sum(map(ord, task)))
             meta, split = _rescore_metadata(cfg, task in semsoft_tasks)
+            grid = meta.pop("tune_grid", None)
             split = (splits or {}).get(task) or split
-            out = tmp / task
-            cmd = lm_eval_command(pretrained, [task], out, samples={task: ids}, split=split, metadata=meta,
-                                  settings=PINNED)
-            progress(f"spot check: re-scoring {len(ids)} of {len(sub_rows[filters[0]])} documents of {task} "
-                     f"with {pretrained} (seed {seed})")
-            err = run_lm_eval(cmd, tmp / f"{task}.log")
-            if err:
-                unchecked[task] = f"re-scoring failed: {err}"
+            jobs = [(filters, meta, ids, None)]  # (submitted filters, metadata, documents, compared with)
+            if TUNED_FILTER in sub_rows and task in semsoft_tasks:
+                tids = [d for d in ids if d in sub_rows[TUNED_FILTER]]
+                for (tau, k, emb), docs in sorted(_tuned_configs(task, sub_rows[TUNED_FILTER], tids, grid).items()):
+                    jobs.append(([TUNED_FILTER], {**meta, "tau": [tau], "top_k": k, "label_embedding": emb}, docs,
+                                 "semsoft"))
+            failed = None
+            for j_no, (j_filters, j_meta, j_ids, compared_with) in enumerate(jobs):
+                failed = None
+                out = tmp / f"{task}-{j_no}"
+                cmd = lm_eval_command(pretrained, [task], out, samples={task: j_ids}, split=split, metadata=j_meta,
+                                      settings=PINNED)
+                progress(f"spot check: re-scoring {len(j_ids)} of {len(sub_rows[filters[0]])} documents of {task} "
+                         f"({', '.join(j_filters)}) with {pretrained} (seed {seed})")
+                err = run_lm_eval(cmd, tmp / f"{task}-{j_no}.log")
+                if err:
+                    failed = f"re-scoring failed: {err}"
+                    break
+                try:
+                    new_rows = _rows(locate_run(out, [task]).samples_paths[task], None)
+                except (RunError, NotCheckable) as e:
+                    failed = f"re-scoring wrote no usable samples: {e}"
+                    break
+                worst = _compare(task, j_filters, sub_rows, new_rows, j_ids, j_meta, split, worst, compared_with)
+            if failed:
+                unchecked[task] = failed
                 continue
-            try:
-                new_rows = _rows(locate_run(out, [task]).samples_paths[task], None)
-            except (RunError, NotCheckable) as e:
-                unchecked[task] = f"re-scoring wrote no usable samples: {e}"
-                continue
-            for f in filters:
-                if f not in new_rows:
-                    raise SubmissionError(
-                        f"spot check: {task} filter {f} is not produced by the task with the run's own "
-                        f"hyper-parameters ({json.dumps(meta, sort_keys=True)}); rejected"
-                    )
-                # lm-eval 0.4.13 logs the chosen documents under their own doc_id; should a version number
-                # them 0..k-1 in document order instead, map by position.
-                by_pos = set(new_rows[f]) != set(ids) and set(new_rows[f]) == set(range(len(ids)))
-                for j, doc in enumerate(ids):
-                    s, n = sub_rows[f][doc], new_rows[f].get(j if by_pos else doc)
-                    if n is None:
-                        raise SubmissionError(f"spot check: re-scoring returned no row for {task} document {doc}")
-                    if s["doc_hash"] and n["doc_hash"] and s["doc_hash"] != n["doc_hash"]:
-                        raise SubmissionError(
-                            f"spot check: {task} document {doc}: doc_hash {str(s['doc_hash'])[:12]} is not the "
-                            f"dataset's ({str(n['doc_hash'])[:12]}) on split {split or 'default'}; rejected"
-                        )
-                    if len(s["probs"]) != len(n["probs"]):
-                        diff = math.inf
-                    else:
-                        diff = max(abs(float(a) - float(b)) for a, b in zip(s["probs"], n["probs"]))
-                    if diff > worst["diff"]:
-                        worst = {"diff": diff, "task": task, "doc_id": doc, "filter": f}
             checked[task] = len(ids)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return _finish(checked, unchecked, worst, seed, claim, pretrained)
+
+
+def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compared_with=None) -> dict:
+    """Largest |submitted − re-scored| over ``filters`` × ``ids`` folded into ``worst``; SubmissionError for a
+    missing filter/row or another document behind the same doc_id. ``compared_with``: the re-scored filter
+    that must equal each submitted one (default: the same name)."""
+    for f in filters:
+        src = compared_with or f
+        if src not in new_rows:
+            raise SubmissionError(
+                f"spot check: {task} filter {src} is not produced by the task with the run's own "
+                f"hyper-parameters ({json.dumps(meta, sort_keys=True)}); rejected"
+            )
+        # lm-eval 0.4.13 logs the chosen documents under their own doc_id; should a version number
+        # them 0..k-1 in document order instead, map by position.
+        by_pos = set(new_rows[src]) != set(ids) and set(new_rows[src]) == set(range(len(ids)))
+        for j, doc in enumerate(ids):
+            s, n = sub_rows[f][doc], new_rows[src].get(j if by_pos else doc)
+            if n is None:
+                raise SubmissionError(f"spot check: re-scoring returned no row for {task} document {doc}")
+            if s["doc_hash"] and n["doc_hash"] and s["doc_hash"] != n["doc_hash"]:
+                raise SubmissionError(
+                    f"spot check: {task} document {doc}: doc_hash {str(s['doc_hash'])[:12]} is not the "
+                    f"dataset's ({str(n['doc_hash'])[:12]}) on split {split or 'default'}; rejected"
+                )
+            if len(s["probs"]) != len(n["probs"]):
+                diff = math.inf
+            else:
+                diff = max(abs(float(a) - float(b)) for a, b in zip(s["probs"], n["probs"]))
+            if diff > worst["diff"]:
+                worst = {"diff": diff, "task": task, "doc_id": doc, "filter": f}
+    return worst
+
+
+def _finish(checked, unchecked, worst, seed, claim, pretrained) -> SpotCheck:
     check = {"n_docs": sum(checked.values()), "docs_per_task": checked, "seed": seed, "tolerance": TOLERANCE,
              "model": claim, "rescored_with": pretrained, "backend": PINNED["backend"], "dtype": PINNED["dtype"],
              "device": PINNED["device"]}

@@ -81,7 +81,24 @@ def task_summary(task: str, filters: dict[str, dict], seed: int = T.CI_SEED) -> 
     columns = summary_columns(to_arrays(first))
     table, _ = task_rows(filters, names=columns, ci_names=[_ece_column(columns)], seed=seed)
     n_docs = max(m["n"] for m in table.values())
-    return f"### {task} ({n_docs} documents)\n\n" + markdown_table(table, columns, order=row_order)
+    out = f"### {task} ({n_docs} documents)\n\n" + markdown_table(table, columns, order=row_order)
+    return out + tuned_note(filters.get("semsoft_tuned", {}).get("items") or [])
+
+
+def tuned_note(items: list[dict]) -> str:
+    """One line per configuration the ``semsoft_tuned`` row used (one; two when cross-fitted folds differ)."""
+    seen: dict[tuple, int] = {}
+    for it in items:
+        key = tuple(it.get(k) for k in ("tuned_embedding", "tuned_top_k", "tuned_tau", "tuned_on", "tuned_n",
+                                        "tuned_guard", "tuned_fold"))
+        seen[key] = seen.get(key, 0) + 1
+    lines = []
+    for (emb, k, tau, on, n, guard, fold), count in sorted(seen.items(), key=lambda kv: str(kv[0])):
+        where = f"{n} validation documents not evaluated" if on == "validation" else f"the other fold ({n} documents)"
+        lines.append(f"semsoft_tuned{'' if fold is None else f' fold {fold}'} ({count} documents): τ={tau:g}, K={k}, "
+                     f"label embedding {emb}, chosen on {where}"
+                     + ("" if guard else "; no configuration kept the constrained macro-F1"))
+    return "\n\n" + "\n".join(f"* {line}" for line in lines) if lines else ""
 
 
 def build_summary(run: str | Path, seed: int = T.CI_SEED) -> str:

@@ -159,7 +159,7 @@ def test_end_to_end_smollm2(semsoft_lm, data_dir):
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    meta = {"split": "train", "recalibrate": False}
+    meta = {"split": "train", "recalibrate": False, "tune": False}
     # only this folder is indexed: indexing lm-eval's own thousands of YAMLs costs ~40 s on a loaded CPU
     tm = TaskManager(include_path=str(CC_DIR), include_defaults=False, metadata=meta)
     tasks = ["civil_comments_ambiguous_semsoft", "civil_comments_ambiguous_base"]

@@ -125,7 +125,8 @@ def test_a_semcal_run_ends_with_the_compact_summary(tmp_path, smollm2_path, data
     (results,) = out.rglob("results_*.json")
     assert (results.parent / "summary.md").read_text().split("\n", 1)[1] in r.stdout
     rows = [line.split("|")[1].strip() for line in summary.splitlines() if line.startswith("| ")][1:]
-    assert rows == ["constrained", "semsoft", "prior", "majority", "uniform"]  # no _ts rows under 40 documents
+    assert rows == ["constrained", "semsoft", "semsoft_tuned", "prior", "majority", "uniform"]  # no _ts rows under 40 docs
+    assert "* semsoft_tuned (" in summary and "validation documents not evaluated" in summary
     # the summary's numbers are lm-eval's own aggregates of the same records
     agg = json.loads(results.read_text())["results"]["goemotions_semsoft"]
     line = next(x for x in summary.splitlines() if x.startswith("| semsoft |"))

@@ -286,3 +286,16 @@ def test_judge_filter_reads_only_the_k_samples_of_a_padded_request():
 
 if __name__ == "__main__":
     _worker(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
+
+
+@pytest.mark.slow
+def test_tuned_row_sees_every_tuning_document_under_two_processes(runs):
+    """The semsoft_tuned row's tuning documents are sharded like the evaluated ones and gathered: both runs
+    choose on all 41 of them and choose the same configuration."""
+    for w in (1, 2):
+        recs = runs[w]["goemotions_semsoft"]["records"]["semsoft_tuned"]
+        assert {e["record"]["tuned_n"] for e in recs.values()} == {41}
+        assert {e["record"]["tuned_on"] for e in recs.values()} == {"validation"}
+    pick = {w: {(e["record"]["tuned_embedding"], e["record"]["tuned_top_k"], e["record"]["tuned_tau"])
+                for e in runs[w]["goemotions_semsoft"]["records"]["semsoft_tuned"].values()} for w in (1, 2)}
+    assert pick[1] == pick[2] and len(pick[1]) == 1

@@ -14,8 +14,9 @@ CIs and the board's columns. A metric is a function of :class:`~semcal_eval.core
 
 Confidence intervals are ``<name>_ci_lo`` / ``<name>_ci_hi`` for the metrics with ``ci=True``: a seeded
 percentile bootstrap over documents (:data:`CI_N_BOOT` resamples, seed :data:`CI_SEED`, 95%), the same in
-results, reports and on the board. ``temperature`` is not a score: the mean fitted temperature of a
-recalibrated row (NaN elsewhere).
+results, reports and on the board. The :data:`PARAMETERS` are not scores but what a row fitted:
+``temperature`` (the mean fitted temperature of a recalibrated row) and the ``semsoft_tuned`` row's chosen
+``tuned_tau``, ``tuned_top_k`` and ``tuned_embedding`` (NaN / "" on the other rows).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ __all__ = [
     "CI_SEED",
     "CI_METRICS",
     "TEMPERATURE",
+    "PARAMETERS",
+    "TEXT_PARAMETERS",
     "HIGHER_IS_BETTER",
     "ROLES",
     "ROLE_BINS",
@@ -50,12 +53,20 @@ __all__ = [
     "ci",
     "compute_all",
     "temperature",
+    "parameter",
 ]
 
 N_BINS = 15  # bins of the metrics whose name does not say (mce, rms_ce, class-wise and soft ECE)
 CI_N_BOOT = 1000
 CI_SEED = 0
 TEMPERATURE = "temperature"
+#: fitted parameters reported beside the scores: name -> what it is
+PARAMETERS: dict[str, str] = {
+    TEMPERATURE: "mean fitted temperature (cross-fitted rows)",
+    "tuned_tau": "semsoft_tuned: chosen τ",
+    "tuned_top_k": "semsoft_tuned: chosen K",
+    "tuned_embedding": "semsoft_tuned: chosen label embedding",
+}
 
 _Fn = Callable[[RecordArrays], float]
 _Loss = Callable[[RecordArrays], np.ndarray]
@@ -149,7 +160,10 @@ for _m in _ROWS:
     HIGHER_IS_BETTER[_m.name] = _m.higher_is_better
     if _m.ci:
         HIGHER_IS_BETTER[f"{_m.name}_ci_lo"] = HIGHER_IS_BETTER[f"{_m.name}_ci_hi"] = _m.higher_is_better
-HIGHER_IS_BETTER[TEMPERATURE] = False
+#: the parameters whose value is a text (not a number)
+TEXT_PARAMETERS = frozenset({"tuned_embedding"})
+for _p in PARAMETERS:
+    HIGHER_IS_BETTER[_p] = False
 
 #: The headline roles (board columns, summary tables) -> metric, per record kind: classification tasks use
 #: the 15-bin ECE and the multiclass proper scores, QA tasks the 10-bin ECE and the binary ones.
@@ -181,7 +195,7 @@ def metric_names(with_ci: bool = True) -> list[str]:
 def classification_metric_names() -> list[str]:
     """Every emitted metric name a classification record can feed (all but the confidence-record views)."""
     return [n for n in HIGHER_IS_BETTER
-            if n == TEMPERATURE or METRICS[n[:-6] if n.endswith(("_ci_lo", "_ci_hi")) else n].view == ("conf", "correct")]
+            if n in PARAMETERS or METRICS[n[:-6] if n.endswith(("_ci_lo", "_ci_hi")) else n].view == ("conf", "correct")]
 
 
 def _metric(name: str) -> Metric:
@@ -290,5 +304,16 @@ def compute_all(
 
 def temperature(records: list[dict]) -> float:
     """Mean fitted temperature of a recalibrated row's records (NaN when none carries one)."""
-    temps = [float(r["temperature"]) for r in records if isinstance(r, dict) and r.get("temperature") is not None]
-    return float(np.mean(temps)) if temps else float("nan")
+    return parameter(TEMPERATURE, records)
+
+
+def parameter(name: str, records: list[dict]) -> float | str:
+    """A fitted parameter of a row (:data:`PARAMETERS`): the mean over the records that carry it (NaN when
+    none does); a text parameter gives its distinct values joined by "|" ("" when none), so cross-fitted folds
+    that chose differently both show."""
+    vals = [r[name] for r in records if isinstance(r, dict) and r.get(name) is not None]
+    if vals and isinstance(vals[0], str):
+        return "|".join(sorted(set(vals)))
+    if not vals:
+        return "" if name in TEXT_PARAMETERS else float("nan")
+    return float(np.mean([float(v) for v in vals]))

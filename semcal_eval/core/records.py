@@ -8,7 +8,9 @@ Classification record (GoEmotions, Civil Comments)::
     {"probs": [float, ...],    # probability vector over the task's labels, sums to 1
      "gold": int | [int, ...] | None,   # gold index, or acceptable golds (any-gold / multi-label policy)
      "soft": float | None,     # binary soft-label tasks: annotator fraction of the positive class (index 1)
-     "temperature": float, "at_bound": bool}    # only on recalibrated rows: the fitted T
+     "temperature": float, "at_bound": bool,    # only on recalibrated rows: the fitted T
+     "tuned_tau": float, "tuned_top_k": int, "tuned_embedding": str,   # only on the semsoft_tuned row:
+     "tuned_on": "validation" | "crossfit", "tuned_n": int, "tuned_guard": bool, "tuned_fold": 0 | 1 | None}
 
 confidence = max(probs), prediction = argmax (ties -> lowest index), correct = prediction in gold; a ``gold``
 of None is allowed only with ``soft`` (hard label = soft >= 0.5).
@@ -51,6 +53,7 @@ __all__ = [
     "check_record",
     "to_arrays",
     "first_gold",
+    "TUNED_FIELDS",
     "canonical",
     "records_hash",
 ]
@@ -66,6 +69,8 @@ CONFIDENCE_VIEWS: dict[str, str] = {
     "conf_entropy": "conf",  # 1 - semantic entropy / log K
 }
 _CLS_EXTRA = ("temperature", "at_bound")
+#: the semsoft_tuned row's chosen configuration and how it was chosen (semcal_eval.semsoft.tuning)
+TUNED_FIELDS = ("tuned_tau", "tuned_top_k", "tuned_embedding", "tuned_on", "tuned_n", "tuned_guard", "tuned_fold")
 
 
 class RecordError(ValueError):
@@ -91,6 +96,7 @@ def classification_record(
     *,
     temperature: float | None = None,
     at_bound: bool | None = None,
+    tuned: dict | None = None,
 ) -> dict:
     """A validated classification record with plain-Python values (JSON-loggable).
 
@@ -113,6 +119,11 @@ def classification_record(
     if temperature is not None:
         rec["temperature"] = float(temperature)
         rec["at_bound"] = bool(at_bound)
+    if tuned:
+        unknown = set(tuned) - set(TUNED_FIELDS)
+        if unknown:
+            raise RecordError(f"unknown tuned field(s) {sorted(unknown)}; known: {TUNED_FIELDS}")
+        rec.update({k: tuned[k] for k in TUNED_FIELDS if k in tuned})
     return rec
 
 

@@ -58,8 +58,8 @@ def _ci(name: str, a) -> tuple[float, float]:
 def aggregate(name: str, records: Sequence[dict]) -> float:
     """Metric ``name`` (a key of :data:`semcal_eval.core.metric_table.HIGHER_IS_BETTER`) of a list of records."""
     records = list(records)
-    if name == T.TEMPERATURE:
-        return T.temperature(records)
+    if name in T.PARAMETERS:
+        return T.parameter(name, records)
     if name.endswith(("_ci_lo", "_ci_hi")) and name[:-6] in T.CI_METRICS:
         lo, hi = _ci(name[:-6], T.arrays_for(name[:-6], records))
         return lo if name.endswith("_lo") else hi

@@ -25,8 +25,10 @@ from semcal_eval.semsoft.scoring import (
     apply_fallback,
     label_embeddings,
     semantic_softmax,
+    semsoft_from_topk,
     tau_key,
 )
+from semcal_eval.semsoft.tuning import config_key
 from semcal_eval.semsoft.spec import SemSoftRequest, SemSoftResponse
 
 log = logging.getLogger(__name__)
@@ -132,7 +134,10 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
             labels = list(request.choices)
             ctx, conts = self.encode_choices(context, labels)
             lset = self._label_set(tuple(labels), conts, request.label_embedding)
-            prepared.append((req, ctx, lset, [float(t) for t in request.taus], int(request.top_k)))
+            grid = request.grid
+            if grid is not None:  # the tuning grid's label sets, one per embedding (cached per label set)
+                grid = {**grid, "sets": {e: self._label_set(tuple(labels), conts, e) for e in grid["label_embeddings"]}}
+            prepared.append((req, ctx, lset, [float(t) for t in request.taus], int(request.top_k), grid))
 
         results: list[dict | None] = [None] * len(prepared)
         # Longest first, so padding is small within a batch and an OOM would show up at once.
@@ -155,23 +160,24 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
                     f"non-finite (NaN/inf) logits for document {req.doc_id} of task {req.task_name}: "
                     "the model produced invalid scores; load it in float32 (dtype=float32) and check the weights"
                 )
-            for j, (req, ctx, lset, taus, top_k) in enumerate(chunk):
+            for j, (req, ctx, lset, taus, top_k, grid) in enumerate(chunk):
                 branch_lp = {
                     prefix: torch.log_softmax(logits[len(chunk) + e], dim=-1)
                     for e, (jj, prefix) in enumerate(extra)
                     if jj == j
                 }
-                results[order[start + j]] = self._score_one(logits[j : j + 1], lset, taus, top_k, branch_lp)
+                results[order[start + j]] = self._score_one(logits[j : j + 1], lset, taus, top_k, branch_lp, grid)
             pbar.update(len(chunk))
         pbar.close()
         return results
 
-    def _score_one(self, logits, lset: _LabelSet, taus, top_k, branch_lp) -> dict:
+    def _score_one(self, logits, lset: _LabelSet, taus, top_k, branch_lp, grid=None) -> dict:
         out = semantic_softmax(logits, self.output_embedding.detach(), lset.emb, taus, top_k, self.vocab_valid)
         baseline = lset.trie.constrained(out["log_probs"][0], branch_lp)
         p_sem = apply_fallback(out["p_sem"][:, 0], out["fallback"][:, 0], baseline)
         top5 = out["log_probs"][0].topk(5)
         return SemSoftResponse(
+            grid=self._grid(out["log_probs"], baseline, grid) if grid else {},
             baseline=baseline.tolist(),
             semsoft={tau_key(t): p_sem[i].tolist() for i, t in enumerate(taus)},
             fallback={tau_key(t): bool(out["fallback"][i, 0]) for i, t in enumerate(taus)},
@@ -179,3 +185,17 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
             collisions=[[lset.labels[i].strip() for i in g] for g in lset.trie.collisions],
             top_tokens=[[self.tokenizer.decode([int(t)]), float(p.exp())] for p, t in zip(*top5)],
         ).to_dict()
+
+    def _grid(self, log_probs, baseline, grid: dict) -> dict[str, list[float]]:
+        """P_sem for every (embedding, K, τ) of the tuning grid from one top-K_max gather (K' < K_max: the first
+        K' columns), fallback rows replaced by the baseline as in the main rows."""
+        top_lp, top_ids = log_probs.topk(max(grid["top_k"]), dim=-1)
+        W = self.output_embedding.detach()
+        out = {}
+        for emb, lset in grid["sets"].items():
+            for k in grid["top_k"]:
+                r = semsoft_from_topk(top_lp[:, :k].exp(), top_ids[:, :k], W, lset.emb, grid["taus"])
+                p = apply_fallback(r["p_sem"][:, 0], r["fallback"][:, 0], baseline)
+                for i, t in enumerate(grid["taus"]):
+                    out[config_key(emb, k, t)] = p[i].tolist()
+        return out

@@ -10,6 +10,11 @@
   (:func:`semcal_eval.harness.distributed.gather_rows`), fits on the whole set and returns its own
   documents' rows. The fitted temperatures are written into each filtered response and reported as the
   ``temperature`` metric.
+* ``semsoft_tuned``: P_sem at the (τ, K, label embedding) chosen by :func:`semcal_eval.semsoft.tuning.select`
+  on documents that are never reported — the task's tuning documents (validation-split documents whose
+  prompts are not evaluated, answered in the same run) or, when the task has too few of those, the other fold
+  of the evaluated documents (the folds of ``crossfit_temperature``). Rows are gathered over ranks like the
+  cross-fitted temperature, so sharding does not change the choice.
 * ``reference_predictor``: model-free rows — ``prior`` (training-split class frequencies), ``majority``
   (all mass on the most frequent training class) and ``uniform``. Per document and from the training split
   only, so sharding does not change them.
@@ -24,8 +29,13 @@ from lm_eval.api.registry import register_filter
 from semcal_eval.core import recalibration
 from semcal_eval.core.records import first_gold
 from semcal_eval.harness.distributed import gather_rows
+import logging
+
+from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.scoring import SemSoftError
 from semcal_eval.semsoft.spec import SemSoftResponse
+
+log = logging.getLogger(__name__)
 
 
 class TaskView:
@@ -45,6 +55,11 @@ class TaskView:
 
     def train_soft_targets(self):
         return self._task.train_soft_targets()
+
+    def tuning_rows(self) -> tuple[list[int], list[tuple]]:
+        """This rank's tuning documents as (ids, rows), rows ``(grid, baseline, gold, soft)`` (see
+        ``SemSoftTask.apply_filters``); ([], []) when the task tunes by cross-fitting."""
+        return getattr(self._task, "tuning_responses", None) or ([], [])
 
     def doc_ids(self, docs) -> list[int]:
         """lm-eval's doc_id of each of ``docs``: a filter gets the task's instances' docs in instance order
@@ -103,6 +118,49 @@ class CrossfitTemperature(Filter):
             for i, p in zip(apply_to, scaled):
                 out[all_ids[i]] = {"probs": p.tolist(), "temperature": float(fit.T), "at_bound": bool(fit.at_bound),
                                    "fold": f}
+        return [out[i] for i in ids]
+
+
+def _tune_row(resp: dict, gold, soft) -> tuple:
+    r = SemSoftResponse.from_dict(resp)
+    if not r.grid:
+        raise SemSoftError("semsoft_tuned: the response carries no tuning grid; the task must send one "
+                           "(metadata tune: true, the default)")
+    return r.grid, r.baseline, gold, soft
+
+
+@register_filter("semsoft_tuned")
+class SemSoftTuned(Filter):
+    """P_sem at the configuration chosen on never-reported documents (module docstring; docs/SWEEP.md)."""
+
+    def __init__(self, task: TaskView, by: str = "brier", **kwargs):
+        if by not in tuning.CRITERIA:
+            raise ValueError(f"semsoft_tuned: by={by!r} must be one of {sorted(tuning.CRITERIA)}")
+        self.task, self.by = task, by
+
+    def apply(self, resps, docs):
+        ids = self.task.doc_ids(docs) if hasattr(self.task, "doc_ids") else list(range(len(docs)))
+        rows = [_tune_row(r[0], self.task.gold(d), self.task.soft_target(d)) for r, d in zip(resps, docs)]
+        all_ids, all_rows = gather_rows(ids, rows)
+        t_ids, t_rows = self.task.tuning_rows() if hasattr(self.task, "tuning_rows") else ([], [])
+        _, tune_rows = gather_rows(t_ids, t_rows)
+        keys = list(all_rows[0][0]) if all_rows else []
+        out: dict = {}
+        if len(tune_rows) >= tuning.MIN_TUNE_DOCS:
+            plan = [("validation", None, tune_rows, range(len(all_ids)))]
+        else:  # too few never-evaluated documents: each fold of the evaluated ones is tuned on the other
+            fold = np.arange(len(all_ids)) % 2
+            plan = [("crossfit", f, [all_rows[i] for i in np.flatnonzero(fold != f)], np.flatnonzero(fold == f))
+                    for f in (0, 1)]
+        for tuned_on, f, fit_rows, apply_to in plan:
+            choice = tuning.select([r[0] for r in fit_rows], [r[1] for r in fit_rows], [r[2] for r in fit_rows],
+                                   [r[3] for r in fit_rows], keys, by=self.by)
+            log.info("semsoft_tuned (%s%s): chose %s by %s=%.4f on %d documents (macro-F1 guard %s)", tuned_on,
+                     "" if f is None else f" fold {f}", choice.key, choice.criterion, choice.score, choice.n_tune,
+                     "met" if choice.guard else "NOT met: best score taken")
+            for i in apply_to:
+                out[all_ids[i]] = {"probs": all_rows[i][0][choice.key], **choice.fields(), "tuned_on": tuned_on,
+                                   "tuned_fold": f}
         return [out[i] for i in ids]
 
 

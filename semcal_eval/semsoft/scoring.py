@@ -120,10 +120,22 @@ def semantic_softmax(
         logits[:, vocab_valid:] = float("-inf")
     log_probs = torch.log_softmax(logits, dim=-1)
     top_lp, top_ids = log_probs.topk(top_k, dim=-1)  # B×K
-    top_p = top_lp.exp()
+    out = semsoft_from_topk(top_lp.exp(), top_ids, weight, label_emb, taus)
+    return {"log_probs": log_probs, **out, "topk_ids": top_ids}
+
+
+def semsoft_from_topk(top_p: torch.Tensor, top_ids: torch.Tensor, weight: torch.Tensor, label_emb: torch.Tensor,
+                      taus: list[float]) -> dict:
+    """P_sem from the top-K tokens alone: P_sem(l) ∝ Σ_k p_k·max(0, cos(E_{v_k}, E_l) − τ).
+
+    ``top_p``/``top_ids``: B×K probabilities (full-vocabulary softmax, not renormalised) and token ids, most
+    probable first, so the first K' columns are the top-K' for any K' ≤ K (the tuned row's sweep over K).
+    Returns ``p_sem`` (T×B×L), ``fallback`` (T×B) and ``topk_mass`` (B).
+    """
     B, K = top_ids.shape
     Ev = normalized_rows(weight, top_ids.reshape(-1)).reshape(B, K, -1)  # B×K×d: only K rows per document
     cos = torch.einsum("bkd,ld->bkl", Ev, label_emb.float())  # B×K×L
+    top_p = top_p.float()
     p_sem, fallback = [], []
     for tau in taus:
         w = (cos - tau).clamp_min(0.0)
@@ -132,13 +144,7 @@ def semantic_softmax(
         ok = total.squeeze(-1) > 0
         p_sem.append(torch.where(ok[:, None], mass / total.clamp_min(1e-30), torch.zeros_like(mass)))
         fallback.append(~ok)
-    return {
-        "log_probs": log_probs,
-        "p_sem": torch.stack(p_sem),
-        "fallback": torch.stack(fallback),
-        "topk_mass": top_p.sum(dim=-1),
-        "topk_ids": top_ids,
-    }
+    return {"p_sem": torch.stack(p_sem), "fallback": torch.stack(fallback), "topk_mass": top_p.sum(dim=-1)}
 
 
 def apply_fallback(p_sem: torch.Tensor, fallback: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:

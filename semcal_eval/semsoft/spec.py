@@ -2,7 +2,9 @@
 
 * :class:`SemSoftParams`: a task's hyper-parameters, from ``metadata.semsoft`` overridden by flat
   ``--metadata`` keys (``tau``, ``tau_sweep``, ``top_k``, ``label_embedding``, ``recalibrate``,
-  ``reference_predictors``); keys left out take the field defaults.
+  ``reference_predictors``, ``tune``, ``tune_taus``, ``tune_top_k``, ``tune_embeddings``, ``tune_limit``,
+  ``tune_by``);
+  keys left out take the field defaults.
 * :class:`SemSoftRequest`: what a task asks of a backend for one document (``Instance.args = (ctx, request)``).
 * :class:`SemSoftResponse`: what the backend answers.
 
@@ -35,6 +37,14 @@ class SemSoftParams:
     label_embedding: str = "first"
     recalibrate: bool = True
     reference_predictors: bool = True
+    # The ``semsoft_tuned`` row's grid (docs/SWEEP.md): every (τ, K, embedding) is scored from the same
+    # forward pass, on validation documents that are never reported (semcal_eval.semsoft.tuning).
+    tune: bool = True
+    tune_taus: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4)
+    tune_top_k: tuple[int, ...] = (10, 50, 100, 500)
+    tune_embeddings: tuple[str, ...] = ("first", "mean")
+    tune_limit: int = 1000
+    tune_by: str = "brier"
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:
@@ -70,14 +80,51 @@ class SemSoftParams:
         top_k = p.get("top_k", cls.top_k)
         # K's upper bound (the vocabulary) is checked by the backend, which knows the model.
         taus = validate_hparams([tau, *sweep], top_k, vocab_size=10**9)
+        grid = _tune_grid(p)
         return cls(tau=taus[0], tau_sweep=tuple(taus[1:]), top_k=int(top_k), label_embedding=label_embedding,
                    recalibrate=bool(p.get("recalibrate", cls.recalibrate)),
-                   reference_predictors=bool(p.get("reference_predictors", cls.reference_predictors)))
+                   reference_predictors=bool(p.get("reference_predictors", cls.reference_predictors)), **grid)
+
+    @property
+    def grid(self) -> dict | None:
+        """The tuning grid a request carries (None with ``tune: false``)."""
+        if not self.tune:
+            return None
+        return {"taus": list(self.tune_taus), "top_k": list(self.tune_top_k),
+                "label_embeddings": list(self.tune_embeddings)}
 
     @property
     def taus(self) -> tuple[float, ...]:
         """The primary τ, then the sweep's other values (duplicates of the primary dropped)."""
         return (self.tau, *[t for t in self.tau_sweep if t != self.tau])
+
+
+def _as_tuple(name: str, value) -> tuple:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+        raise SemSoftError(f"{name}={value!r} must be a non-empty list, e.g. --metadata '{{\"{name}\": [...]}}'")
+    return tuple(value)
+
+
+def _tune_grid(p: dict) -> dict:
+    """The ``tune*`` keys of a parameter mapping, validated (errors name the key and the fix)."""
+    d = SemSoftParams
+    taus = validate_hparams(list(_as_tuple("tune_taus", p.get("tune_taus", d.tune_taus))), 1, 1)
+    ks = _as_tuple("tune_top_k", p.get("tune_top_k", d.tune_top_k))
+    for k in ks:
+        validate_hparams([0.0], k, vocab_size=10**9)
+    embs = _as_tuple("tune_embeddings", p.get("tune_embeddings", d.tune_embeddings))
+    bad = [e for e in embs if e not in LABEL_EMBEDDINGS]
+    if bad:
+        raise SemSoftError(f"tune_embeddings {bad} unknown: choose from {LABEL_EMBEDDINGS}")
+    limit = p.get("tune_limit", d.tune_limit)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise SemSoftError(f"tune_limit={limit!r} must be a positive integer (validation documents to tune on)")
+    by = p.get("tune_by", d.tune_by)
+    if by not in ("brier", "nll"):
+        raise SemSoftError(f"tune_by={by!r} is unknown: choose 'brier' (the default) or 'nll'")
+    return {"tune": bool(p.get("tune", d.tune)), "tune_by": by, "tune_taus": tuple(sorted(set(taus))),
+            "tune_top_k": tuple(sorted(set(int(k) for k in ks))), "tune_embeddings": tuple(dict.fromkeys(embs)),
+            "tune_limit": limit}
 
 
 @dataclass(frozen=True)
@@ -88,19 +135,28 @@ class SemSoftRequest:
     taus: tuple[float, ...]
     top_k: int
     label_embedding: str
+    grid: dict | None = None  # {"taus", "top_k", "label_embeddings"}: also score every grid configuration
 
     def __post_init__(self):
         validate_labels(list(self.choices))
         if self.label_embedding not in LABEL_EMBEDDINGS:
             raise SemSoftError(f"label_embedding={self.label_embedding!r} is unknown: choose one of {LABEL_EMBEDDINGS}")
+        if self.grid is not None:
+            _tune_grid({"tune_taus": self.grid.get("taus"), "tune_top_k": self.grid.get("top_k"),
+                        "tune_embeddings": self.grid.get("label_embeddings")})
 
     def validate(self, vocab_size: int) -> None:
-        """τ ∈ [−1, 1) and 1 ≤ K ≤ the model's vocabulary."""
+        """τ ∈ [−1, 1) and 1 ≤ K ≤ the model's vocabulary (the grid's K too)."""
         validate_hparams(list(self.taus), self.top_k, vocab_size)
+        for k in (self.grid or {}).get("top_k", ()):
+            validate_hparams(list(self.taus), k, vocab_size)
 
     def to_dict(self) -> dict:
-        return {"choices": list(self.choices), "tau": list(self.taus), "top_k": self.top_k,
-                "label_embedding": self.label_embedding}
+        d = {"choices": list(self.choices), "tau": list(self.taus), "top_k": self.top_k,
+             "label_embedding": self.label_embedding}
+        if self.grid is not None:
+            d["grid"] = self.grid
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> SemSoftRequest:
@@ -110,7 +166,7 @@ class SemSoftRequest:
             raise SemSoftError(f"semsoft request lacks {missing}; build it with SemSoftRequest(...).to_dict()")
         tau = d["tau"]
         return cls(tuple(d["choices"]), tuple(tau) if isinstance(tau, (list, tuple)) else (tau,), d["top_k"],
-                   d["label_embedding"])
+                   d["label_embedding"], d.get("grid"))
 
 
 @dataclass
@@ -118,7 +174,9 @@ class SemSoftResponse:
     """One document's answer. ``baseline``: the constrained distribution over labels; ``semsoft``: P_sem per
     τ (key :func:`tau_key`); ``fallback``: per τ, True when every weight was 0 and the baseline was used;
     ``topk_mass``: Σ P(v) over the top K; ``collisions``: labels sharing a first token; ``top_tokens``: the
-    five most probable next tokens with their probabilities."""
+    five most probable next tokens with their probabilities; ``grid``: P_sem for every configuration of the
+    request's tuning grid (key :func:`semcal_eval.semsoft.tuning.config_key`, fallback rows already replaced by
+    the baseline) — read by the ``semsoft_tuned`` filter and then dropped from the logged response."""
 
     baseline: list[float]
     semsoft: dict[str, list[float]] = field(default_factory=dict)
@@ -126,6 +184,7 @@ class SemSoftResponse:
     topk_mass: float = float("nan")
     collisions: list[list[str]] = field(default_factory=list)
     top_tokens: list[list] = field(default_factory=list)
+    grid: dict[str, list[float]] = field(default_factory=dict)
 
     def probs(self, source: str, tau: float | None = None) -> list[float]:
         """The baseline (``source="baseline"``) or P_sem at τ (default: the first τ computed)."""

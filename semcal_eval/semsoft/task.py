@@ -4,8 +4,16 @@ Used from YAML as ``class: !function semcal_eval.semsoft.task.SemSoftTask`` (thr
 ``utils.py``). Each document emits one ``Instance(request_type="semsoft", arguments=(ctx, spec))``; the response
 holds the constrained baseline and P_sem for every τ. Named filters (Contract 2 of docs/ARCHITECTURE.md) turn
 that one response into side-by-side rows: ``constrained``, ``semsoft``, ``semsoft_tau<τ>`` for a sweep, the
-reference predictors ``prior`` / ``majority`` / ``uniform``, and cross-fitted temperature scaling
-``constrained_ts`` / ``semsoft_ts``.
+reference predictors ``prior`` / ``majority`` / ``uniform``, cross-fitted temperature scaling
+``constrained_ts`` / ``semsoft_ts``, and ``semsoft_tuned``: P_sem at the (τ, K, label embedding) chosen on
+documents that are never reported (:mod:`semcal_eval.semsoft.tuning`).
+
+Tuning documents: the task's validation split, less any document whose prompt is also evaluated, at most
+``tune_limit`` of them (or max(``--limit``, 10) when that is smaller, so a quick run stays quick). They are answered in
+the same run — one more forward pass each, the same request as an evaluated document — under negative
+doc_ids, and :meth:`SemSoftTask.apply_filters` takes them out before lm-eval's filters, metrics and logs see
+the instances. With too few of them (the evaluated split is the validation split, or there is none) the row is
+cross-fitted over the evaluated documents instead.
 
 Hyper-parameters: :class:`semcal_eval.semsoft.spec.SemSoftParams` (``metadata.semsoft``, overridden by flat
 metadata keys, so ``--metadata '{"tau": 0.3, "top_k": 50}'`` works from the CLI).
@@ -20,10 +28,11 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import ends_with_whitespace
 
 from semcal_eval.core import recalibration
-from semcal_eval.core.records import classification_record
+from semcal_eval.core.records import TUNED_FIELDS, classification_record
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
 from semcal_eval.harness.base import check_aggregations, process_results_marker
 from semcal_eval.semsoft import filters as semsoft_filters
+from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.scoring import SemSoftError, tau_key
 from semcal_eval.semsoft.spec import REQUEST_TYPE, SemSoftParams, SemSoftRequest
 
@@ -68,6 +77,9 @@ class SemSoftTask(ConfigurableTask):
                         ],
                     }
                 )
+        if self.params.tune:
+            flt.append({"name": "semsoft_tuned",
+                        "filter": [{"function": "semsoft_tuned", "task": source, "by": self.params.tune_by}]})
         if self.params.reference_predictors:
             for kind in ("prior", "majority", "uniform"):
                 flt.append({"name": kind, "filter": [{"function": "reference_predictor", "kind": kind, "task": source}]})
@@ -111,7 +123,79 @@ class SemSoftTask(ConfigurableTask):
                 f"needs at least {need} documents ({recalibration.MIN_FIT_DOCS} per fold), got {n}; raise "
                 "--limit or pass --metadata '{\"recalibrate\": false}'"
             )
+        self.tuning_responses = None
         super().build_all_requests(**kwargs)
+        if self.params.tune and n > 0:
+            self._add_tuning_instances(n, kwargs)
+
+    # -- tuning documents (the semsoft_tuned row) ----------------------------------------------------------
+    @property
+    def eval_docs(self):
+        """lm-eval's evaluated documents, or the tuning documents while their requests are built."""
+        docs = getattr(self, "_tuning_docs_now", None)
+        return docs if docs is not None else super().eval_docs
+
+    def tuning_docs(self, n_evaluated: int, limit=None, samples=None) -> list:
+        """Validation documents whose prompt is not among the evaluated ones (all ranks), in split order, at
+        most ``tune_limit`` (and at most max(``--limit``, MIN_TUNE_DOCS))."""
+        if not self.has_validation_docs():
+            return []
+        evaluated = self.eval_docs
+        if samples:
+            ids = sorted({i for i in samples if 0 <= i < len(evaluated)})
+        else:
+            ids = range(n_evaluated)
+        seen = {self.doc_to_text(evaluated[i]) for i in ids}
+        # a quick --limit run stays quick (as many tuning as evaluated documents, at least MIN_TUNE_DOCS)
+        cap = self.params.tune_limit if not limit else min(self.params.tune_limit, max(int(limit), tuning.MIN_TUNE_DOCS))
+        out = []
+        for doc in self.validation_docs():
+            if len(out) >= cap:
+                break
+            if self.doc_to_text(doc) not in seen:
+                out.append(doc)
+        return out
+
+    def _add_tuning_instances(self, n_evaluated: int, kwargs: dict) -> None:
+        docs = self.tuning_docs(n_evaluated, kwargs.get("limit"), kwargs.get("samples"))
+        if len(docs) < tuning.MIN_TUNE_DOCS:
+            if n_evaluated < 2 * tuning.MIN_TUNE_DOCS:
+                raise SemSoftError(
+                    f"task {self.config.task}: the semsoft_tuned row has {len(docs)} validation documents to tune on "
+                    f"and {n_evaluated} evaluated documents to cross-fit on; it needs {tuning.MIN_TUNE_DOCS} of the "
+                    f"first or {2 * tuning.MIN_TUNE_DOCS} of the second: raise --limit or pass "
+                    "--metadata '{\"tune\": false}'"
+                )
+            self.tuning_responses = ([], [])  # cross-fit (SemSoftTuned)
+            return
+        evaluated = self._instances
+        self._tuning_docs_now = docs
+        try:
+            super().build_all_requests(**{**kwargs, "limit": None, "samples": None, "cache_requests": False,
+                                          "rewrite_requests_cache": False})
+        finally:
+            self._tuning_docs_now = None
+        tune = self._instances
+        for inst in tune:  # negative ids: never an evaluated document's, so lm-eval never processes them
+            inst.doc_id = -1 - int(inst.doc_id)
+        self._instances = evaluated + tune
+
+    def apply_filters(self):
+        """Take the tuning instances out (their (grid, baseline, gold, soft) rows are kept for the
+        ``semsoft_tuned`` filter), run lm-eval's filters on the evaluated ones, then drop the tuning grid from
+        the logged responses (the chosen configuration's probabilities are the row's filtered response)."""
+        insts = self._instances or []
+        tune = [i for i in insts if i.doc_id < 0]
+        if tune:
+            self._instances = [i for i in insts if i.doc_id >= 0]
+            self.tuning_responses = ([int(i.doc_id) for i in tune],
+                                     [semsoft_filters._tune_row(i.resps[0], self.gold(i.doc), self.soft_target(i.doc))
+                                      for i in tune])
+        out = super().apply_filters()
+        for inst in self._instances:
+            if inst.resps and isinstance(inst.resps[0], dict) and inst.resps[0].get("grid"):
+                inst.resps[0] = {k: v for k, v in inst.resps[0].items() if k != "grid"}
+        return out
 
     def _n_evaluated(self, limit, samples) -> int:
         """Documents of the whole run (all ranks): what ``doc_iterator`` yields with rank 0 of 1."""
@@ -131,6 +215,7 @@ class SemSoftTask(ConfigurableTask):
             taus=tuple(self.taus),
             top_k=self.params.top_k,
             label_embedding=self.params.label_embedding,
+            grid=self.params.grid,
         )
         return Instance(request_type=REQUEST_TYPE, doc=doc, arguments=(ctx, request.to_dict()), idx=0, **kwargs)
 
@@ -140,10 +225,11 @@ class SemSoftTask(ConfigurableTask):
         if "bypass" in self._metric_fn_list:  # --predict_only
             return {"bypass": None}
         (resp,) = results
-        fit = resp if isinstance(resp, dict) else {}  # cross-fitted rows carry their fitted T
+        fit = resp if isinstance(resp, dict) else {}  # cross-fitted / tuned rows carry what they fitted
         record = classification_record(
             fit["probs"] if fit else resp, self.gold(doc), self.soft_target(doc),
             temperature=fit.get("temperature"), at_bound=fit.get("at_bound", False),
+            tuned={k: fit[k] for k in TUNED_FIELDS if k in fit},
         )
         return {m: record for m in self._metric_fn_list}
 
