@@ -45,7 +45,7 @@ from semcal_eval.core import metric_table as T  # noqa: E402
 from semcal_eval.core.records import classification_record, first_gold, to_arrays  # noqa: E402
 from semcal_eval.models import resolve_pretrained  # noqa: E402
 from semcal_eval.plots import reliability_diagram  # noqa: E402
-from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor, SemSoftTuned  # noqa: E402
+from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor, SemSoftTuned, TaskView  # noqa: E402
 from semcal_eval.semsoft.scoring import apply_fallback, label_embeddings, normalized_rows, semsoft_from_topk  # noqa: E402
 from semcal_eval.semsoft.spec import SemSoftParams  # noqa: E402
 from semcal_eval.semsoft.tuning import config_key  # noqa: E402
@@ -65,23 +65,8 @@ def contexts(lm, task_name: str, split: str, limit: int | None, chat: bool):
     return insts, task
 
 
-class _RowsView:
-    """The filters' view of the task (golds, soft targets, training split), for documents given by position."""
-
-    def __init__(self, task, docs):
-        self.task, self.docs = task, docs
-
-    def gold(self, doc):
-        return self.task.gold(doc)
-
-    def soft_target(self, doc):
-        return self.task.soft_target(doc)
-
-    def train_golds(self):
-        return self.task.train_golds()
-
-    def train_soft_targets(self):
-        return self.task.train_soft_targets()
+class _RowsView(TaskView):
+    """The filters' view of the task for documents given directly (each carries its lm-eval doc_id)."""
 
     def doc_ids(self, docs):
         return [int(d["_doc_id"]) for d in docs]
@@ -185,7 +170,7 @@ def main() -> None:
     t0 = time.time()
     grid = grid_probs(cache, W_out, label_tokens, params.grid, baseline)
     grid_s = time.time() - t0
-    view = _RowsView(task, docs)
+    view = _RowsView(task)
     resps = [[{"baseline": baseline[i].tolist(), "grid": {k: v[0][i].tolist() for k, v in grid.items()}}]
              for i in range(n)]
     tuned = SemSoftTuned(view, by=params.tune_by).apply(resps, docs)

@@ -408,6 +408,8 @@ def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compare
 
 
 def _finish(checked, unchecked, worst, seed, claim, pretrained) -> SpotCheck:
+    from .evaluate import PINNED
+
     check = {"n_docs": sum(checked.values()), "docs_per_task": checked, "seed": seed, "tolerance": TOLERANCE,
              "model": claim, "rescored_with": pretrained, "backend": PINNED["backend"], "dtype": PINNED["dtype"],
              "device": PINNED["device"]}

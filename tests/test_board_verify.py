@@ -111,6 +111,20 @@ def test_honest_submission_passes_the_spot_check(evaluated, tmp_path):
     assert sc["seed"] == 7 and sc["tolerance"] == spotcheck.TOLERANCE
     assert sc["n_docs"] == spotcheck.MIN_DOCS  # 2 % of 40 is below the floor of 20
     assert sc["max_abs_diff"] <= spotcheck.TOLERANCE
+    # the semsoft_tuned row was re-scored too, at the configuration its records name
+    assert "(semsoft_tuned) with" in p.stdout + p.stderr
+
+
+def test_tuned_row_configurations_must_lie_in_the_runs_grid():
+    from semcal_eval.semsoft.spec import SemSoftParams
+
+    grid = SemSoftParams().grid
+    rows = {0: {"tuned": (0.2, 100, "first")}, 1: {"tuned": (0.2, 100, "first")}, 2: {"tuned": (0.1, 500, "mean")}}
+    assert spotcheck._tuned_configs("t", rows, [0, 1, 2], grid) == {(0.2, 100, "first"): [0, 1],
+                                                                   (0.1, 500, "mean"): [2]}
+    for bad in [(0.25, 100, "first"), (0.2, 7, "first"), (0.2, 100, "hidden"), (None, None, None)]:
+        with pytest.raises(SubmissionError, match="not in the run's tuning grid"):
+            spotcheck._tuned_configs("t", {0: {"tuned": bad}}, [0], grid)
 
 
 @pytest.fixture(scope="module")
