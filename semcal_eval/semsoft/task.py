@@ -138,7 +138,8 @@ class SemSoftTask(ConfigurableTask):
     def tuning_docs(self, n_evaluated: int, limit=None, samples=None) -> list:
         """Validation documents whose prompt is not among the evaluated ones (all ranks), in split order, at
         most ``tune_limit`` (and at most max(``--limit``, MIN_TUNE_DOCS))."""
-        if not self.has_validation_docs():
+        # the YAML names a validation split; a source may still lack it (the shared Civil Comments mirror)
+        if not self.has_validation_docs() or self.config.validation_split not in (self.dataset or {}):
             return []
         evaluated = self.eval_docs
         if samples:
