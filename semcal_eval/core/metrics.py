@@ -725,8 +725,6 @@ def macro_f1(pred: Any, labels: Any, n_classes: int) -> float:
     With several acceptable golds, the reference label of a document is the prediction when it is
     one of the golds, otherwise the lowest-index gold.
     """
-    from sklearn.metrics import f1_score
-
     K = int(n_classes)
     pr = _float_1d(pred, "pred")
     if not np.all(pr == np.round(pr)) or pr.min() < 0 or pr.max() >= K:
@@ -737,7 +735,11 @@ def macro_f1(pred: Any, labels: Any, n_classes: int) -> float:
         raise ValueError(f"shape mismatch: pred has {len(pr)} documents but labels has {len(G)}")
     hit = G[np.arange(len(pr)), pr]
     ref = np.where(hit, pr, G.argmax(axis=1))
-    return float(f1_score(ref, pr, labels=list(range(K)), average="macro", zero_division=0))
+    # per-class F1 = 2TP / (2TP + FP + FN) from bincounts (what f1_score computes, ~100x faster: the
+    # semsoft_tuned choice evaluates it for every grid configuration)
+    tp = np.bincount(ref[ref == pr], minlength=K)
+    den = np.bincount(pr, minlength=K) + np.bincount(ref, minlength=K)
+    return float(np.mean(np.where(den > 0, 2 * tp / np.maximum(den, 1), 0.0)))
 
 
 # --------------------------------------------------------------------------------------------
