@@ -52,7 +52,7 @@ from semcal_eval.plots import reliability_diagram  # noqa: E402
 from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor, SemSoftTuned, TaskView  # noqa: E402
 from semcal_eval.semsoft.scoring import apply_fallback, label_embeddings, normalized_rows, semsoft_from_topk  # noqa: E402
 from semcal_eval.semsoft.spec import SemSoftParams  # noqa: E402
-from semcal_eval.semsoft.tuning import config_key, select  # noqa: E402
+from semcal_eval.semsoft.tuning import config_key, parse_key, select  # noqa: E402
 
 HARD_COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_conf", "auroc_class"]
 SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "acc", "auroc_class", "ece_uw15", "nll"]
@@ -84,6 +84,14 @@ def _chunked(top_p, top_ids, W, E, taus, chunk: int = 128) -> dict:
     parts = [semsoft_from_topk(top_p[s:s + chunk], top_ids[s:s + chunk], W, E, taus)
              for s in range(0, len(top_ids), chunk)]
     return {"p_sem": torch.cat([r["p_sem"] for r in parts], 1), "fallback": torch.cat([r["fallback"] for r in parts], 1)}
+
+
+def from_weights(top_p: torch.Tensor, w: torch.Tensor, baseline: torch.Tensor) -> tuple[np.ndarray, float]:
+    """P(l) ∝ Σ_k p_k·w[k, l] for weights w (n×K×L) other than the backend's, the baseline where every weight is
+    0 (as ``apply_fallback``); returns (P n×L, fallback rate)."""
+    m = torch.einsum("nk,nkl->nl", top_p.float(), w)
+    ok = m.sum(-1, keepdim=True) > 0
+    return torch.where(ok, m / m.sum(-1, keepdim=True).clamp_min(1e-30), baseline).numpy(), float((~ok).float().mean())
 
 
 def grid_probs(cache, W, label_tokens, grid: dict, baseline: torch.Tensor) -> dict[str, np.ndarray]:
@@ -325,32 +333,23 @@ def main() -> None:
         len(top_ids[s:s + 128]), 500, -1), E1) for s in range(0, n, 128)])  # n×500×L, gathered in blocks
     for t in (0.0, 0.1):
         for g in (2, 4, 8):
-            m = torch.einsum("nk,nkl->nl", top_p[:, :500].float(), (cos - t).clamp_min(0) ** g)
-            ok = m.sum(-1, keepdim=True) > 0
-            P = torch.where(ok, m / m.sum(-1, keepdim=True).clamp_min(1e-30), baseline)
-            ext[f"sharpen-gamma{g}/k500/tau{t:g}"] = (P.numpy(), float((~ok).float().mean()))
+            ext[f"sharpen-gamma{g}/k500/tau{t:g}"] = from_weights(top_p[:, :500], (cos - t).clamp_min(0) ** g, baseline)
     # anchored: a label's own first token keeps all its mass (as in the constrained row); only the other tokens
-    # are shared out by cosine — tests whether sharing the label tokens' own mass is what costs AUROC
-    own = top_ids[:, :500, None] == firsts[None, None, :]  # n×500×L
-    for t in (0.0, 0.1, 0.2):
-        w = torch.where(own.any(-1, keepdim=True), own.float() * (1 - t), (cos - t).clamp_min(0))
-        m = torch.einsum("nk,nkl->nl", top_p[:, :500].float(), w)
-        ok = m.sum(-1, keepdim=True) > 0
-        P = torch.where(ok, m / m.sum(-1, keepdim=True).clamp_min(1e-30), baseline)
-        ext[f"anchored/k500/tau{t:g}"] = (P.numpy(), float((~ok).float().mean()))
-    # the two probes that moved ECE most, tuned and held out like the row itself (their configurations over the
-    # row's τ and K ≤ 500), so they compare with the row's held-out table and not with in-sample best cases
+    # are shared out by cosine — tests whether sharing the label tokens' own mass is what costs AUROC.
+    # It and γ=2 (the probes that moved ECE most) are also tuned and held out like the row itself, over the row's
+    # τ and K ≤ 500, so they compare with the row's held-out table and not with in-sample best cases.
     families = {"anchored": {}, "sharpen-gamma2": {}}
     for k in [k for k in params.grid["top_k"] if k <= 500]:
+        own = top_ids[:, :k, None] == firsts[None, None, :]  # n×K×L
         for t in params.grid["taus"]:
             wc = (cos[:, :k] - t).clamp_min(0)
-            own_k = top_ids[:, :k, None] == firsts[None, None, :]
-            for fam, w in (("anchored", torch.where(own_k.any(-1, keepdim=True), own_k.float() * (1 - t), wc)),
+            for fam, w in (("anchored", torch.where(own.any(-1, keepdim=True), own.float() * (1 - t), wc)),
                            ("sharpen-gamma2", wc ** 2)):
-                m = torch.einsum("nk,nkl->nl", top_p[:, :k].float(), w)
-                ok = m.sum(-1, keepdim=True) > 0
-                families[fam][config_key("first", k, t)] = torch.where(
-                    ok, m / m.sum(-1, keepdim=True).clamp_min(1e-30), baseline).numpy()
+                families[fam][config_key("first", k, t)] = from_weights(top_p[:, :k], w, baseline)
+    for key, P in families["anchored"].items():
+        if parse_key(key)["top_k"] == 500 and parse_key(key)["tau"] <= 0.2:
+            ext[key.replace("first/", "anchored/")] = P
+    families = {fam: {key: P for key, (P, _) in members.items()} for fam, members in families.items()}
     base_np = baseline.numpy()
     diag["heldout_families"] = {}
     for fam, members in families.items():
