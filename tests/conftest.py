@@ -44,3 +44,17 @@ def semsoft_lm(smollm2_path):
     from semcal_eval.semsoft.backend import SemSoftLM
 
     return SemSoftLM(pretrained=smollm2_path, dtype="float32", device="cpu", batch_size=8)
+
+
+# -- test tiers ---------------------------------------------------------------------------------------------
+#: fixtures that load a real model; a test that needs one (directly or through another fixture) is `slow`
+MODEL_FIXTURES = frozenset({"smollm2_path", "semsoft_lm"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """`slow` = loads a model or runs real training: marked by hand, or implied by a model fixture, so the fast
+    tier (`make test-fast`: `-m "not slow or smoke"`) can never pick up a model load by accident. `smoke` marks
+    the one end-to-end lm-eval run that the fast tier keeps."""
+    for item in items:
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

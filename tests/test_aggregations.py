@@ -185,6 +185,29 @@ def test_yaml_task_resolves_every_aggregation_and_evaluates():
     for name in ("acc", "ece_uw15", "brier_mc", "nll", "soft_brier", "spearman", "aurc", "macro_f1"):
         assert row[f"{name},none"] == pytest.approx(rep[name]), name
     assert row["ece_uw15_ci_lo,none"] <= row["ece_uw15,none"] <= row["ece_uw15_ci_hi,none"]
+    # lm-eval's ± column: our <metric>_stderr lands under lm-eval's own stderr key, even with bootstrap_iters=0
+    # (which makes lm-eval write "N/A" there first); an independent bootstrap of the same documents agrees
+    from lm_eval.utils import make_table
+
+    a = R.to_arrays(items)
+    for name in ("acc", "ece_uw15", "brier_mc", "nll", "auroc_conf"):
+        se = row[f"{name}_stderr,none"]
+        assert isinstance(se, float) and se > 0, (name, se)
+        ref = _plain_bootstrap_std(name, items)
+        assert se == pytest.approx(ref, rel=0.25), name  # other resamples: agree to Monte-Carlo noise
+        assert se == T.stderr(name, a)
+    table = make_table(res)
+    line = next(ln for ln in table.splitlines() if "|ece_uw15 " in ln)
+    assert line.rstrip("|").split("|")[-1].strip() == f"{row['ece_uw15_stderr,none']:.4f}"
+
+
+def _plain_bootstrap_std(name, items, n_boot=400, seed=11):
+    """Resample documents, rebuild their records' arrays, recompute the metric: the definition, no shortcut."""
+    rng = np.random.default_rng(seed)
+    vals = [T.METRICS[name].fn(R.to_arrays([items[i] for i in rng.integers(0, len(items), len(items))]))
+            for _ in range(n_boot)]
+    vals = np.asarray(vals)
+    return float(np.std(vals[np.isfinite(vals)], ddof=1))
 
 
 def test_yaml_resolves_in_a_fresh_interpreter_without_importing_semcal_first():
@@ -212,3 +235,22 @@ def test_temperature_is_the_mean_fitted_t_and_nan_where_not_recalibrated():
     assert A.aggregate("temperature", [{"probs": [1.0], "gold": 0, "temperature": 2.0},
                                         {"probs": [1.0], "gold": 0, "temperature": 4.0}]) == 3.0
     assert math.isnan(A.aggregate("temperature", [{"probs": [0.5, 0.5], "gold": 0}]))
+
+
+def test_stderr_values_log_as_a_reference_not_a_second_copy():
+    """lm-eval writes samples with json.dumps(default=handle_non_serializable): a <metric>_stderr value is the
+    string "=<metric>", and the aggregation still reads the record behind it."""
+    import json
+
+    from lm_eval.utils import handle_non_serializable
+
+    from semcal_eval.harness.base import SameAs, metric_values
+
+    recs = [R.classification_record([p, 1 - p], int(p < 0.5)) for p in np.linspace(0.05, 0.95, 30)]
+    vals = [metric_values(["acc", "acc_stderr", "nll", "nll_stderr"], r) for r in recs]
+    line = json.loads(json.dumps(vals[0], default=handle_non_serializable))
+    assert line["acc_stderr"] == "=acc" and line["nll_stderr"] == "=nll" and line["nll"] == recs[0]
+    assert isinstance(vals[0]["acc_stderr"], SameAs)
+    assert A.aggregate("nll_stderr", [v["nll_stderr"] for v in vals]) == A.aggregate("nll_stderr", recs) > 0
+    # a stderr without its metric among the names keeps the record itself (nothing to point at)
+    assert metric_values(["acc_stderr"], recs[0])["acc_stderr"] == recs[0]

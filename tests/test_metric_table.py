@@ -130,3 +130,64 @@ def test_temperature_row():
             R.classification_record([0.5, 0.5], 1, temperature=4.0, at_bound=False)]
     assert A.aggregate("temperature", recs) == 3.0
     assert math.isnan(A.aggregate("temperature", _cls_records()[0]))
+
+
+# -- what lm-eval's own table shows (issue 24) -------------------------------------------------------------------
+def _yaml(name):
+    from semcal_eval.harness.task_yaml import load_task_yaml
+
+    return load_task_yaml(TASKS_DIR / name)
+
+
+@pytest.mark.parametrize("path, kind, params", [
+    ("goemotions/goemotions_semsoft.yaml", "classification", ("temperature",)),
+    ("goemotions/goemotions_base.yaml", "classification", ()),
+    ("civil_comments/civil_comments_ambiguous_semsoft.yaml", "soft", ("temperature",)),
+    ("civil_comments/civil_comments_full_base.yaml", "soft", ()),
+])
+def test_classification_yamls_declare_the_headline_metrics_with_stderrs(path, kind, params):
+    names = [e["metric"] for e in _yaml(path)["metric_list"]]
+    assert names == T.lm_eval_metric_names(kind, params)
+    assert len([n for n in names if not n.endswith("_stderr")]) <= 7  # ~6 metrics a row in lm-eval's table
+    assert not any(n.startswith("tuned_") or n.endswith(("_ci_lo", "_ci_hi")) for n in names)
+
+
+@pytest.mark.parametrize("family, task", [("goemotions", "goemotions_base"), ("civil_comments", "civil_comments_full_base")])
+def test_stock_process_results_emit_exactly_what_the_yaml_declares(family, task):
+    """A stock task's process_results is a plain function: if it emitted a name the YAML lacks, lm-eval would
+    aggregate it with `mean` of records and fail after the model pass."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_{family}_utils", TASKS_DIR / family / "utils.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    doc = {"labels": [2], "toxicity": 0.4, "text": "x"}
+    out = mod.process_mc_results(doc, [(-1.0, False), (-2.0, False)] + ([(-3.0, False)] * 26 if family == "goemotions" else []))
+    assert list(out) == [e["metric"] for e in _yaml(f"{family}/{task}.yaml")["metric_list"]]
+    from semcal_eval.harness.base import unwrap
+
+    assert len({id(unwrap(v)) for v in out.values()}) == 1  # one record, every name
+
+
+def test_reported_names_drop_parameters_a_row_did_not_fit_and_put_stderrs_last():
+    declared = ["acc_stderr", "acc", "temperature", "tuned_tau", "ece_uw15", "ece_uw15_stderr"]
+    plain = {"probs": [0.6, 0.4], "gold": 0}
+    assert T.reported_names(declared, plain) == ["acc", "ece_uw15", "acc_stderr", "ece_uw15_stderr"]
+    ts = {**plain, "temperature": 1.7, "at_bound": False}
+    assert T.reported_names(declared, ts) == ["acc", "temperature", "ece_uw15", "acc_stderr", "ece_uw15_stderr"]
+    assert "tuned_tau" in T.reported_names(declared, {**plain, "tuned_tau": 0.1})
+
+
+def test_stderr_of_accuracy_matches_the_binomial_formula():
+    """Independent reference: the bootstrap SE of a mean of 0/1 is sqrt(p(1-p)/n) up to Monte-Carlo noise."""
+    rng = np.random.default_rng(2)
+    n = 2000
+    recs = [R.confidence_record(float(c), int(rng.uniform() < 0.3)) for c in rng.uniform(size=n)]
+    a = R.to_arrays(recs)
+    p = a.correct.mean()
+    assert T.stderr("acc", a) == pytest.approx(math.sqrt(p * (1 - p) / n), rel=0.08)
+    assert A.aggregate("acc_stderr", recs) == T.stderr("acc", a)
+    lo, hi = A.aggregate("acc_ci_lo", recs), A.aggregate("acc_ci_hi", recs)
+    assert (hi - lo) == pytest.approx(2 * 1.96 * T.stderr("acc", a), rel=0.1)  # same resamples, normal shape
+    one = R.to_arrays(recs[:1])
+    assert math.isnan(T.stderr("acc", one)) or T.stderr("acc", one) == 0.0  # one document: no spread

@@ -78,3 +78,28 @@ def test_confidence_histogram_sweep_and_scatter(tmp_path):
     _png_size(out)
     with pytest.raises(ValueError, match="shape mismatch"):
         plots.soft_scatter({"m": p[:10]}, t, tmp_path / "bad.png")
+
+
+def test_legends_never_cover_the_data():
+    """Issue 24: the legend sat on the tallest bar. Every drawn bar, point and line must lie outside it."""
+    from matplotlib.patches import Rectangle
+
+    conf = np.r_[np.full(30, 0.05), np.full(10, 0.95)]  # a full-height bar in the top-left corner, where legends go
+    series = {"constrained": (conf, np.r_[np.ones(30), np.zeros(10)].astype(int)),
+              "semsoft": (conf[::-1], np.r_[np.zeros(10), np.ones(30)].astype(int)),
+              "semsoft_tuned": _series(5, n=40)}
+    figs = [plots.reliability_diagram(None, series),
+            plots.confidence_histogram(None, {k: v[0] for k, v in series.items()}),
+            plots.soft_scatter({"a": conf}, np.clip(conf + 0.01, 0, 1))]
+    for fig in figs:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            leg = ax.get_legend()
+            if leg is None:
+                continue
+            box = leg.get_window_extent(r)
+            artists = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0] + ax.lines
+            assert artists
+            for a in artists:
+                assert not box.overlaps(a.get_window_extent(r)), (ax.get_title(), a)

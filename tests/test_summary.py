@@ -107,8 +107,38 @@ def test_soft_and_qa_tasks_get_their_own_columns(tmp_path):
 
 
 def test_row_order_puts_references_last():
-    assert row_order(["uniform", "majority", "none", "constrained_ts", "prior", "semsoft+T(val)", "constrained"]) == [
-        "constrained", "constrained_ts", "semsoft+T(val)", "none", "prior", "majority", "uniform"]
+    assert row_order(["uniform", "majority", "none", "constrained_ts", "prior", "semsoft+T(val)", "mine",
+                      "constrained"]) == [
+        "none", "constrained", "semsoft+T(val)", "constrained_ts", "mine", "prior", "majority", "uniform"]
+
+
+def test_report_and_summary_read_one_row_order():
+    """Issue 21/24: the report listed references first and the summary last; both now read the rows table."""
+    from semcal_eval import report
+
+    names = ["uniform", "semsoft_ts", "prior", "semsoft_tau0.3", "semsoft", "semsoft_tuned", "constrained"]
+    assert report._sorted_filters(names) == row_order(names)
+    assert row_order(names)[-2:] == ["prior", "uniform"]
+
+
+def test_base_row_is_named_and_gets_the_prior_of_its_sibling(tmp_path):
+    """A stock *_base task has no prior row: it borrows the one of a task of the same run on the same documents,
+    and its lm-eval filter 'none' reads 'base (loglikelihood)'."""
+    rng = np.random.default_rng(3)
+    golds = rng.integers(0, 3, 40).tolist()
+    model = [{"probs": (p := rng.dirichlet([1, 1, 1])).tolist(), "gold": g} for g in golds]
+    prior = [{"probs": [0.5, 0.3, 0.2], "gold": g} for g in golds]
+    md = build_summary(_write_run(tmp_path, {"x_semsoft": {"constrained": model, "prior": prior},
+                                             "x_base": {"none": model}}))
+    base = next(r for r in _table(md) if r[0] == "base (loglikelihood)")
+    semsoft = next(r for r in _table(md) if r[0] == "constrained")
+    assert base[-1] == semsoft[-1] and base[-1] in ("✓", "✗")
+    brier = lambda recs: np.mean([np.sum((np.array(r["probs"]) - np.eye(3)[r["gold"]]) ** 2) for r in recs])  # noqa: E731
+    assert base[-1] == ("✓" if brier(model) < brier(prior) else "✗")
+    # another task's prior on other documents is not borrowed
+    md2 = build_summary(_write_run(tmp_path / "b", {"x_semsoft": {"constrained": model[:20], "prior": prior[:20]},
+                                                    "x_base": {"none": model[20:]}}))
+    assert next(r for r in _table(md2) if r[0] == "base (loglikelihood)")[-1] == ""
 
 
 def test_a_folder_without_semcal_records_is_a_clear_error(tmp_path, capsys):

@@ -14,7 +14,9 @@ CIs and the board's columns. A metric is a function of :class:`~semcal_eval.core
 
 Confidence intervals are ``<name>_ci_lo`` / ``<name>_ci_hi`` for the metrics with ``ci=True``: a seeded
 percentile bootstrap over documents (:data:`CI_N_BOOT` resamples, seed :data:`CI_SEED`, 95%), the same in
-results, reports and on the board. The :data:`PARAMETERS` are not scores but what a row fitted:
+results, reports and on the board. ``<name>_stderr`` is the standard deviation of the same resamples: emitted
+as a metric of its own, it lands under lm-eval's native stderr key (``<name>_stderr,<filter>``), so lm-eval's
+table fills its ``±`` column (:data:`HEADLINE` and docs/ARCHITECTURE.md, Contract 2). The :data:`PARAMETERS` are not scores but what a row fitted:
 ``temperature`` (the mean fitted temperature of a recalibrated row) and the ``semsoft_tuned`` row's chosen
 ``tuned_tau``, ``tuned_top_k`` and ``tuned_embedding`` (NaN / "" on the other rows).
 """
@@ -37,6 +39,13 @@ __all__ = [
     "CI_N_BOOT",
     "CI_SEED",
     "CI_METRICS",
+    "STDERR_SUFFIX",
+    "STDERR_METRICS",
+    "HEADLINE",
+    "headline_columns",
+    "lm_eval_metric_names",
+    "reported_names",
+    "stderr",
     "TEMPERATURE",
     "PARAMETERS",
     "TEXT_PARAMETERS",
@@ -47,6 +56,8 @@ __all__ = [
     "report_columns",
     "arrays_for",
     "metric_names",
+    "base_metric",
+    "replicates",
     "classification_metric_names",
     "applicable",
     "compute",
@@ -154,12 +165,17 @@ METRICS: dict[str, Metric] = {m.name: m for m in _ROWS}
 #: metrics with a bootstrap CI
 CI_METRICS: tuple[str, ...] = tuple(m.name for m in _ROWS if m.ci)
 
-#: every metric name a task may emit (scores, their CI bounds, ``temperature``) -> higher is better
+STDERR_SUFFIX = "_stderr"
+#: ``<name>_stderr`` of every CI metric: the bootstrap standard error lm-eval's ``±`` column shows
+STDERR_METRICS: tuple[str, ...] = tuple(f"{n}{STDERR_SUFFIX}" for n in CI_METRICS)
+
+#: every metric name a task may emit (scores, their CI bounds and stderrs, ``temperature``) -> higher is better
 HIGHER_IS_BETTER: dict[str, bool] = {}
 for _m in _ROWS:
     HIGHER_IS_BETTER[_m.name] = _m.higher_is_better
     if _m.ci:
         HIGHER_IS_BETTER[f"{_m.name}_ci_lo"] = HIGHER_IS_BETTER[f"{_m.name}_ci_hi"] = _m.higher_is_better
+        HIGHER_IS_BETTER[f"{_m.name}{STDERR_SUFFIX}"] = False  # a smaller standard error is a tighter estimate
 #: the parameters whose value is a text (not a number)
 TEXT_PARAMETERS = frozenset({"tuned_embedding"})
 for _p in PARAMETERS:
@@ -182,6 +198,61 @@ REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The headline metrics of a row, per kind of row: what lm-eval's own table shows for a semcal classification
+#: task (each with its bootstrap stderr in the ``±`` column where the metric has a CI) and the columns of the
+#: compact summary. Six a row, so a table is ~6 x the rows a user compares; every other metric of the table
+#: stays recomputable from the logged records (report, board).
+HEADLINE: dict[str, tuple[str, ...]] = {
+    CLASSIFICATION: ("acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_conf"),
+    "soft": ("acc", "soft_ece", "soft_brier", "soft_nll", "spearman", "auroc_class"),
+    CONFIDENCE: ("acc", "ece_uw10", "brier_conf", "nll_conf", "auroc_conf"),
+}
+
+
+def headline_columns(a: RecordArrays) -> list[str]:
+    """The headline metrics (:data:`HEADLINE`) for rows like ``a``."""
+    return list(HEADLINE["soft" if a.t is not None else a.kind])
+
+
+def lm_eval_metric_names(kind: str, parameters: Iterable[str] = (TEMPERATURE,)) -> list[str]:
+    """A task YAML's ``metric_list`` names for rows of ``kind`` (a key of :data:`HEADLINE`): each headline
+    metric followed by its ``_stderr`` (when it has a CI), then the fitted ``parameters`` (reported only on the
+    rows that fitted them, :func:`reported_names`).
+
+    >>> lm_eval_metric_names("classification")[:4]
+    ['acc', 'acc_stderr', 'macro_f1', 'ece_uw15']
+    """
+    out: list[str] = []
+    for n in HEADLINE[kind]:
+        out.append(n)
+        if METRICS[n].ci:
+            out.append(f"{n}{STDERR_SUFFIX}")
+    return out + [p for p in parameters if _param(p)]
+
+
+def _param(name: str) -> str:
+    if name not in PARAMETERS:
+        raise ValueError(f"unknown semcal parameter {name!r}; known: {', '.join(PARAMETERS)}")
+    return name
+
+
+def reported_names(declared: Iterable[str], record: dict) -> list[str]:
+    """The metrics of ``declared`` (a task's metric_list, in its order) that lm-eval reports for a row whose
+    records look like ``record``: everything declared, except a fitted parameter (:data:`PARAMETERS`) on a row
+    that did not fit it — ``temperature`` only on temperature-scaled rows, ``tuned_*`` only on
+    ``semsoft_tuned``. The same rule tells the board which metrics each filter's results must hold.
+
+    >>> reported_names(["acc", "temperature"], {"probs": [1.0], "gold": 0})
+    ['acc']
+    >>> reported_names(["acc", "temperature"], {"probs": [1.0], "gold": 0, "temperature": 1.5})
+    ['acc', 'temperature']
+    """
+    keep = [n for n in declared if n not in PARAMETERS or record.get(n) is not None]
+    # a stderr must come after its metric: lm-eval writes "N/A" under <metric>_stderr,<filter> when it
+    # aggregates <metric>, and the value written last is the one it keeps
+    return sorted(keep, key=lambda n: n.endswith(STDERR_SUFFIX) and base_metric(n) != n)
+
+
 def report_columns(a: RecordArrays) -> list[str]:
     """The report columns for rows like ``a``."""
     return list(REPORT_COLUMNS["soft" if a.t is not None else a.kind])
@@ -194,8 +265,20 @@ def metric_names(with_ci: bool = True) -> list[str]:
 
 def classification_metric_names() -> list[str]:
     """Every emitted metric name a classification record can feed (all but the confidence-record views)."""
-    return [n for n in HIGHER_IS_BETTER
-            if n in PARAMETERS or METRICS[n[:-6] if n.endswith(("_ci_lo", "_ci_hi")) else n].view == ("conf", "correct")]
+    return [n for n in HIGHER_IS_BETTER if n in PARAMETERS or METRICS[base_metric(n)].view == ("conf", "correct")]
+
+
+def base_metric(name: str) -> str:
+    """The table metric behind an emitted name: ``ece_uw15_ci_lo`` / ``ece_uw15_stderr`` -> ``ece_uw15``.
+
+    >>> base_metric("brier_mc_stderr"), base_metric("nll_ci_hi"), base_metric("acc")
+    ('brier_mc', 'nll', 'acc')
+    """
+    if name.endswith(("_ci_lo", "_ci_hi")):
+        return name[:-6]
+    if name.endswith(STDERR_SUFFIX) and name[: -len(STDERR_SUFFIX)] in METRICS:
+        return name[: -len(STDERR_SUFFIX)]
+    return name
 
 
 def _metric(name: str) -> Metric:
@@ -230,20 +313,32 @@ def compute(name: str, a: RecordArrays) -> float:
     return float(m.fn(a))
 
 
-def ci(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED, alpha: float = 0.05) -> tuple[float, float]:
-    """Percentile bootstrap (1 - alpha) CI of metric ``name``: documents resampled with replacement
-    ``n_boot`` times with ``numpy.random.default_rng(seed)`` (:func:`semcal_eval.core.metrics.bootstrap_ci`)."""
+def replicates(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED) -> np.ndarray:
+    """The finite bootstrap replicates of metric ``name``: documents resampled with replacement ``n_boot``
+    times with ``numpy.random.default_rng(seed)``, after putting them in their records' canonical order
+    (:func:`semcal_eval.core.metrics.bootstrap_replicates`). :func:`ci` and :func:`stderr` read the same ones."""
     m = _metric(name)
     _check(m, a)
     a = a.take(canonical_order(a))
     if m.loss is not None:
-        return M.bootstrap_ci(_mean, m.loss(a), n_boot=n_boot, seed=seed, alpha=alpha)
+        return M.bootstrap_replicates(_mean, m.loss(a), n_boot=n_boot, seed=seed)
     # resample only the arrays the metric reads: copying an (n, K) matrix per replicate would dominate
     if m.needs == "any":
         a = RecordArrays(a.kind, a.conf, a.correct)
     elif m.needs == "soft":
         a = RecordArrays(a.kind, a.conf, a.correct, p=a.p, t=a.t)
-    return M.bootstrap_ci(lambda idx: m.fn(a.take(idx)), np.arange(a.n), n_boot=n_boot, seed=seed, alpha=alpha)
+    return M.bootstrap_replicates(lambda idx: m.fn(a.take(idx)), np.arange(a.n), n_boot=n_boot, seed=seed)
+
+
+def ci(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED, alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile bootstrap (1 - alpha) CI of metric ``name`` over :func:`replicates`."""
+    return M.percentile_interval(replicates(name, a, n_boot, seed), alpha)
+
+
+def stderr(name: str, a: RecordArrays, n_boot: int = CI_N_BOOT, seed: int = CI_SEED) -> float:
+    """Bootstrap standard error of metric ``name``: the sample standard deviation (ddof = 1) of
+    :func:`replicates`, lm-eval's definition of a bootstrap stderr."""
+    return M.replicate_stderr(replicates(name, a, n_boot, seed))
 
 
 def canonical_order(a: RecordArrays) -> np.ndarray:

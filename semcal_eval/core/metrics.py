@@ -71,6 +71,10 @@ __all__ = [
     "mae",
     "extreme_rate",
     "bootstrap_ci",
+    "bootstrap_replicates",
+    "bootstrap_stderr",
+    "percentile_interval",
+    "replicate_stderr",
     "gold_matrix",
     "top_label",
 ]
@@ -805,29 +809,28 @@ def extreme_rate(p: Any, lo: float = 0.1, hi: float = 0.9) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def bootstrap_ci(
+def bootstrap_replicates(
     metric_fn: Callable[..., float],
     *arrays: Any,
     n_boot: int = 1000,
-    alpha: float = 0.05,
     seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap (1 - alpha) confidence interval of ``metric_fn(*arrays)``.
+) -> np.ndarray:
+    """The finite bootstrap replicates of ``metric_fn(*arrays)``: documents (rows, shared across all
+    ``arrays``) resampled with replacement ``n_boot`` times with ``numpy.random.default_rng(seed)``.
 
-    Documents (rows, shared across all ``arrays``) are resampled with replacement ``n_boot`` times
-    with ``numpy.random.default_rng(seed)``. Replicates where the metric is NaN (e.g. a resample with
-    a single class for AUROC) are ignored; if more than half are NaN a SemcalMetricWarning says so,
-    and if all are NaN the interval is (NaN, NaN). SemcalMetricWarnings raised inside replicates are
-    silenced (they are summarised by that count instead).
+    Replicates where the metric is NaN (e.g. a resample with a single class for AUROC) are dropped; if more
+    than half are NaN a SemcalMetricWarning says so. SemcalMetricWarnings raised inside replicates are
+    silenced (they are summarised by that count instead). Shared by :func:`bootstrap_ci` and
+    :func:`bootstrap_stderr`, so an interval and a standard error come from the same resamples.
     """
     if not arrays:
-        raise ValueError("bootstrap_ci needs at least one array to resample")
-    if n_boot < 1 or not 0 < alpha < 1:
-        raise ValueError(f"need n_boot >= 1 and 0 < alpha < 1, got n_boot={n_boot}, alpha={alpha}")
+        raise ValueError("bootstrap needs at least one array to resample")
+    if n_boot < 1:
+        raise ValueError(f"need n_boot >= 1, got n_boot={n_boot}")
     arrs = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in arrays]
     n = len(arrs[0])
     if n == 0:
-        raise ValueError("bootstrap_ci got an empty array")
+        raise ValueError("bootstrap got an empty array")
     for i, a in enumerate(arrs[1:], 1):
         if len(a) != n:
             raise ValueError(f"shape mismatch: array 0 has {n} documents but array {i} has {len(a)}")
@@ -841,10 +844,43 @@ def bootstrap_ci(
     ok = np.isfinite(vals)
     if ok.sum() < n_boot / 2:
         _warn(
-            f"bootstrap_ci: {n_boot - int(ok.sum())} of {n_boot} replicates of "
+            f"bootstrap: {n_boot - int(ok.sum())} of {n_boot} replicates of "
             f"{getattr(metric_fn, '__name__', 'metric')} were NaN"
         )
-    if not ok.any():
+    return vals[ok]
+
+
+def percentile_interval(replicates: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    """The (alpha/2, 1 - alpha/2) quantiles of bootstrap replicates; (NaN, NaN) when there are none."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"need 0 < alpha < 1, got alpha={alpha}")
+    if len(replicates) == 0:
         return float("nan"), float("nan")
-    lo, hi = np.quantile(vals[ok], [alpha / 2, 1 - alpha / 2])
+    lo, hi = np.quantile(replicates, [alpha / 2, 1 - alpha / 2])
     return float(lo), float(hi)
+
+
+def replicate_stderr(replicates: np.ndarray) -> float:
+    """Bootstrap standard error: the sample standard deviation (ddof = 1) of the replicates, as lm-eval's
+    ``bootstrap_stderr`` defines it; NaN with fewer than two replicates."""
+    return float(np.std(replicates, ddof=1)) if len(replicates) > 1 else float("nan")
+
+
+def bootstrap_ci(
+    metric_fn: Callable[..., float],
+    *arrays: Any,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap (1 - alpha) confidence interval of ``metric_fn(*arrays)`` over
+    :func:`bootstrap_replicates` (NaN replicates ignored; (NaN, NaN) if all are NaN)."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"need n_boot >= 1 and 0 < alpha < 1, got n_boot={n_boot}, alpha={alpha}")
+    return percentile_interval(bootstrap_replicates(metric_fn, *arrays, n_boot=n_boot, seed=seed), alpha)
+
+
+def bootstrap_stderr(metric_fn: Callable[..., float], *arrays: Any, n_boot: int = 1000, seed: int = 0) -> float:
+    """Bootstrap standard error of ``metric_fn(*arrays)``: :func:`replicate_stderr` of
+    :func:`bootstrap_replicates` (the same resamples as :func:`bootstrap_ci` with the same seed)."""
+    return replicate_stderr(bootstrap_replicates(metric_fn, *arrays, n_boot=n_boot, seed=seed))

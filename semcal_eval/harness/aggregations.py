@@ -12,7 +12,15 @@ the aggregation the task's ``metric_list`` names. The aggregation of metric ``X`
         higher_is_better: false
 
 :func:`metric_list` builds those entries; tests/test_metric_table.py checks every packaged YAML against it.
-The ``_ci_lo`` / ``_ci_hi`` pair of a metric shares one bootstrap per records list (cached by content).
+The ``_ci_lo`` / ``_ci_hi`` pair and the ``_stderr`` of a metric share one bootstrap per records list (its
+replicates cached by content).
+
+**lm-eval's ± column.** lm-eval fills ``<metric>_stderr,<filter>`` only for its own built-in aggregations
+(``stderr_for_metric``); for any other aggregation it writes ``"N/A"``. A semcal task therefore also emits
+``<metric>_stderr`` as a metric (aggregated by ``semcal_<metric>_stderr``: the bootstrap standard error of the
+same resamples as the CI); lm-eval stores that aggregate under the very key its table and results JSON read
+as the stderr, after its own ``"N/A"`` for the metric (:func:`semcal_eval.core.metric_table.reported_names`
+keeps that order). ``tests/test_lm_eval_compat.py`` fails if lm-eval stops reading it so.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ import lm_eval.api.metrics  # noqa: F401
 from lm_eval.api.registry import aggregation_registry
 
 from ..core import metric_table as T
+from ..core import metrics as M
+from .base import unwrap
 
 __all__ = ["AGG_PREFIX", "AGGREGATIONS", "aggregate", "metric_list"]
 
@@ -38,30 +48,34 @@ AGG_PREFIX = "semcal_"
 #: metric name -> registered aggregation name
 AGGREGATIONS: dict[str, str] = {name: AGG_PREFIX + name for name in T.HIGHER_IS_BETTER}
 
-_ci_cache: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
+_rep_cache: OrderedDict[tuple, np.ndarray] = OrderedDict()
 
 
-def _ci(name: str, a) -> tuple[float, float]:
+def _replicates(name: str, a) -> np.ndarray:
     h = hashlib.sha1()
     for x in (a.conf, a.correct, a.probs, a.gold, a.t):
         if x is not None:
             h.update(np.ascontiguousarray(x).tobytes())
             h.update(str(x.shape).encode())
     key = (name, h.hexdigest(), T.CI_N_BOOT, T.CI_SEED)
-    if key not in _ci_cache:
-        _ci_cache[key] = T.ci(name, a)
-        while len(_ci_cache) > 64:
-            _ci_cache.popitem(last=False)
-    return _ci_cache[key]
+    if key not in _rep_cache:
+        _rep_cache[key] = T.replicates(name, a)
+        while len(_rep_cache) > 64:
+            _rep_cache.popitem(last=False)
+    return _rep_cache[key]
 
 
 def aggregate(name: str, records: Sequence[dict]) -> float:
     """Metric ``name`` (a key of :data:`semcal_eval.core.metric_table.HIGHER_IS_BETTER`) of a list of records."""
-    records = list(records)
+    records = [unwrap(r) for r in records]
     if name in T.PARAMETERS:
         return T.parameter(name, records)
-    if name.endswith(("_ci_lo", "_ci_hi")) and name[:-6] in T.CI_METRICS:
-        lo, hi = _ci(name[:-6], T.arrays_for(name[:-6], records))
+    base = T.base_metric(name)
+    if base != name and base in T.CI_METRICS:
+        reps = _replicates(base, T.arrays_for(base, records))
+        if name.endswith(T.STDERR_SUFFIX):
+            return M.replicate_stderr(reps)
+        lo, hi = M.percentile_interval(reps)
         return lo if name.endswith("_lo") else hi
     return T.compute(name, T.arrays_for(name, records))
 

@@ -8,7 +8,7 @@ sets :func:`process_results_marker` there: a callable that is never called.
 
 from __future__ import annotations
 
-__all__ = ["process_results_marker", "check_aggregations"]
+__all__ = ["process_results_marker", "check_aggregations", "SameAs", "metric_values", "unwrap"]
 
 
 def process_results_marker(doc, results):  # pragma: no cover - the task's own process_results is what runs
@@ -24,3 +24,45 @@ def check_aggregations(task) -> None:
             f"task {task.config.task}: metric(s) {missing} have no aggregation in metric_list; "
             "add `aggregation: semcal_<metric>` (semcal_eval.harness.aggregations.metric_list builds the entries)"
         )
+
+
+class SameAs:
+    """A per-document metric value that is the record already logged under metric ``name``.
+
+    lm-eval logs every metric's per-document value in ``samples_*.jsonl``; a ``<metric>_stderr`` (lm-eval's ±
+    column) needs the same record as ``<metric>``. Aggregations read :attr:`record` in memory; lm-eval's samples
+    writer (``json.dumps(default=str)``) logs the object as the short string ``"=<name>"`` instead of a second
+    copy of the record, and readers resolve it to the record under ``name`` (the board requires exactly that
+    string). Pickles (data-parallel gathers) as a plain object.
+    """
+
+    __slots__ = ("name", "record")
+
+    def __init__(self, name: str, record: dict):
+        self.name, self.record = name, record
+
+    def __str__(self) -> str:
+        return f"={self.name}"
+
+    __repr__ = __str__
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SameAs) and (other.name, other.record) == (self.name, self.record)
+
+    __hash__ = None  # a record is a dict: not hashable either
+
+
+def unwrap(value):
+    """The record behind a metric value (:class:`SameAs` or the record itself)."""
+    return value.record if isinstance(value, SameAs) else value
+
+
+def metric_values(names, record: dict) -> dict:
+    """process_results' return value: ``record`` under each of ``names``, a ``<metric>_stderr`` as
+    :class:`SameAs` its metric when that metric is among ``names`` (one copy of the record in the logs)."""
+    from semcal_eval.core.metric_table import STDERR_SUFFIX, base_metric
+
+    names = list(names)
+    have = set(names)
+    return {n: SameAs(base_metric(n), record) if n.endswith(STDERR_SUFFIX) and base_metric(n) in have else record
+            for n in names}

@@ -6,11 +6,13 @@ over them, so the stock baseline is scored with the same metric table as the sem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 
+from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import classification_record
+from semcal_eval.harness.base import metric_values
 
 
 def mc_record(lls, gold, soft: float | None = None) -> dict:
@@ -21,14 +23,17 @@ def mc_record(lls, gold, soft: float | None = None) -> dict:
     return classification_record(p / p.sum(), gold, soft)
 
 
-def make_mc_process_results(gold_fn: Callable, metrics: Iterable[str], soft_fn: Callable | None = None) -> Callable:
-    """process_results for stock ``multiple_choice`` variants: the same record under every metric name, so the
-    logs are recomputable. ``soft_fn(doc)`` (optional) gives the annotator fraction of the positive class."""
-    names = tuple(metrics)
+def make_mc_process_results(gold_fn: Callable, kind: str, soft_fn: Callable | None = None) -> Callable:
+    """process_results for stock ``multiple_choice`` variants: the same record under each of the headline
+    metrics of ``kind`` and their stderrs (:func:`semcal_eval.core.metric_table.lm_eval_metric_names`, no
+    fitted parameters), so the logs are recomputable. ``soft_fn(doc)`` (optional) gives the annotator fraction
+    of the positive class. A stock task's process_results is a plain function, so its YAML must declare exactly
+    these names (tests/test_metric_table.py)."""
+    names = tuple(T.lm_eval_metric_names(kind, ()))
 
     def process_results(doc, results):
         soft = soft_fn(doc) if soft_fn is not None else None
         record = mc_record([ll for ll, _ in results], gold_fn(doc), soft)
-        return {m: record for m in names}
+        return metric_values(names, record)
 
     return process_results

@@ -32,6 +32,7 @@ from semcal_eval.harness.distributed import gather_rows
 import logging
 
 from semcal_eval.semsoft import tuning
+from semcal_eval.semsoft.rows import REFERENCES
 from semcal_eval.semsoft.scoring import SemSoftError
 from semcal_eval.semsoft.spec import SemSoftResponse
 
@@ -168,7 +169,7 @@ class SemSoftTuned(Filter):
 class ReferencePredictor(Filter):
     """A model-free distribution for every document: ``prior``, ``majority`` or ``uniform``."""
 
-    KINDS = ("prior", "majority", "uniform")
+    KINDS = REFERENCES
 
     def __init__(self, kind: str, task: TaskView, **kwargs):
         if kind not in self.KINDS:

@@ -27,11 +27,13 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import ends_with_whitespace
 
+from semcal_eval.core import metric_table as T
 from semcal_eval.core import recalibration
 from semcal_eval.core.records import TUNED_FIELDS, classification_record
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
-from semcal_eval.harness.base import check_aggregations, process_results_marker
+from semcal_eval.harness.base import check_aggregations, metric_values, process_results_marker
 from semcal_eval.semsoft import filters as semsoft_filters
+from semcal_eval.semsoft import rows as rows_table
 from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.scoring import SemSoftError, tau_key
 from semcal_eval.semsoft.spec import REQUEST_TYPE, SemSoftParams, SemSoftRequest
@@ -57,33 +59,24 @@ class SemSoftTask(ConfigurableTask):
 
     # -- filters ------------------------------------------------------------------------------------------
     def _default_filters(self) -> list[dict]:
+        """The filter_list, built from the rows table (:mod:`semcal_eval.semsoft.rows`) and the task's
+        parameters (which τ, whether to recalibrate / tune / add the references)."""
         source = semsoft_filters.TaskView(self)
-        flt = [
-            {"name": "constrained", "filter": [{"function": "semsoft_select", "source": "baseline"}]},
-            {"name": "semsoft", "filter": [{"function": "semsoft_select", "source": "semsoft", "tau": self.taus[0]}]},
-        ]
-        flt += [
-            {"name": f"semsoft_tau{tau_key(t)}", "filter": [{"function": "semsoft_select", "source": "semsoft", "tau": t}]}
-            for t in self.taus[1:]
-        ]
-        if self.params.recalibrate:
-            for name, src in (("constrained_ts", "baseline"), ("semsoft_ts", "semsoft")):
-                flt.append(
-                    {
-                        "name": name,
-                        "filter": [
-                            {"function": "semsoft_select", "source": src, "tau": self.taus[0]},
-                            {"function": "crossfit_temperature", "task": source},
-                        ],
-                    }
-                )
-        if self.params.tune:
-            flt.append({"name": "semsoft_tuned",
-                        "filter": [{"function": "semsoft_tuned", "task": source, "by": self.params.tune_by}]})
-        if self.params.reference_predictors:
-            for kind in ("prior", "majority", "uniform"):
-                flt.append({"name": kind, "filter": [{"function": "reference_predictor", "kind": kind, "task": source}]})
-        return flt
+        steps = {
+            "baseline": lambda r: [{"function": "semsoft_select", "source": "baseline"}],
+            "semsoft": lambda r: [{"function": "semsoft_select", "source": "semsoft", "tau": self.taus[0]}],
+            "recalibrated": lambda r: [{"function": "semsoft_select", "source": r.source, "tau": self.taus[0]},
+                                       {"function": "crossfit_temperature", "task": source}],
+            "tuned": lambda r: [{"function": "semsoft_tuned", "task": source, "by": self.params.tune_by}],
+            "reference": lambda r: [{"function": "reference_predictor", "kind": r.name, "task": source}],
+        }
+        wanted = {"baseline": True, "semsoft": True, "recalibrated": self.params.recalibrate,
+                  "tuned": self.params.tune, "reference": self.params.reference_predictors}
+        flt = [{"name": r.name, "filter": steps[r.kind](r)} for r in rows_table.ROWS if wanted.get(r.kind)]
+        sweep = [{"name": rows_table.sweep_name(tau_key(t)),
+                  "filter": [{"function": "semsoft_select", "source": "semsoft", "tau": t}]} for t in self.taus[1:]]
+        at = next(i for i, f in enumerate(flt) if f["name"] == "semsoft") + 1  # the sweep follows semsoft
+        return flt[:at] + sweep + flt[at:]
 
     # -- gold ---------------------------------------------------------------------------------------------
     def gold(self, doc) -> int | list[int]:
@@ -221,9 +214,11 @@ class SemSoftTask(ConfigurableTask):
         return Instance(request_type=REQUEST_TYPE, doc=doc, arguments=(ctx, request.to_dict()), idx=0, **kwargs)
 
     def process_results(self, doc, results):
-        """The per-document record (semcal_eval.core.records) under every metric name, so every metric is
-        recomputable from the logs."""
-        if "bypass" in self._metric_fn_list:  # --predict_only
+        """The per-document record (semcal_eval.core.records) under each metric name this row reports
+        (:func:`semcal_eval.core.metric_table.reported_names`: the metric_list, less the fitted parameters the
+        row did not fit), so every metric is recomputable from the logs."""
+        declared = list(self.aggregation())
+        if "bypass" in declared:  # --predict_only
             return {"bypass": None}
         (resp,) = results
         fit = resp if isinstance(resp, dict) else {}  # cross-fitted / tuned rows carry what they fitted
@@ -232,7 +227,7 @@ class SemSoftTask(ConfigurableTask):
             temperature=fit.get("temperature"), at_bound=fit.get("at_bound", False),
             tuned={k: fit[k] for k in TUNED_FIELDS if k in fit},
         )
-        return {m: record for m in self._metric_fn_list}
+        return metric_values(T.reported_names(declared, record), record)
 
 
 def semsoft_task_names(tasks_dir=None) -> set[str]:

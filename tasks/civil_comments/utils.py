@@ -128,8 +128,6 @@ def doc_to_soft(doc) -> float:
     return float(doc["toxicity"])
 
 
-HARD_METRICS = ["acc", "ece_uw15", "brier_mc", "nll", "auroc_class"]
-SOFT_METRICS = ["soft_ece", "soft_brier", "soft_nll", "pearson", "spearman", "soft_mae", "extreme_rate"]
-
-# civil_comments_*_base: lm-eval's multiple_choice requests, scored with the same soft and hard metrics.
-process_mc_results = make_mc_process_results(doc_to_target, HARD_METRICS + SOFT_METRICS, soft_fn=doc_to_soft)
+# civil_comments_*_base: lm-eval's multiple_choice requests, scored with the soft-label headline metrics of the
+# metric table (the names its YAML declares; tests/test_metric_table.py checks that they agree).
+process_mc_results = make_mc_process_results(doc_to_target, "soft", soft_fn=doc_to_soft)
