@@ -1,8 +1,9 @@
 """The compact summary ``semcal-eval`` prints after lm-eval's own table: one small table per task.
 
-lm-eval's table has a row per (filter, metric) — 105 rows for one ``goemotions_semsoft`` run. The summary
-turns that into what a reader compares: a row per filter, in the order constrained → semsoft → τ sweep →
-temperature-scaled rows → the model-free references (prior, majority, uniform), and six columns
+lm-eval's table has a row per (filter, metric) — 50 rows for one ``goemotions_semsoft`` run. The summary
+turns that into what a reader compares: a row per filter, in the rows table's order (base, constrained,
+semsoft, τ sweep, temperature-scaled rows, semsoft_tuned, then the model-free references prior, majority,
+uniform; :mod:`semcal_eval.semsoft.rows`), and the headline columns of :data:`metric_table.HEADLINE`
 
 * classification tasks: ``acc``, ``macro_f1``, ``ece_uw15`` [95% CI], ``brier_mc``, ``nll``, ``auroc_conf``;
 * soft-label tasks (Civil Comments): ``acc``, ``soft_ece`` [CI], ``soft_brier``, ``soft_nll``, ``spearman``,
@@ -111,7 +112,7 @@ def build_summary(run: str | Path, seed: int = T.CI_SEED) -> str:
     priors = _prior_rows(tasks, seed)
     blocks = [task_summary(task, filters, seed, priors) for task, filters in tasks.items()]
     legend = (
-        f"semcal summary of `{results.name}`, recomputed from its logged samples (lm-eval's full table has every "
+        f"semcal summary of `{results.name}`, recomputed from its logged samples (`semcal-eval report` has every "
         "metric).\nECE: 95% bootstrap CI in brackets. T: fitted temperature. beats prior (Brier): ✓/✗ = Brier "
         "below / not below the class-prior row's (for a task without one: the prior row of a task of this run on "
         "the same documents)."

@@ -48,7 +48,7 @@ def semsoft_lm(smollm2_path):
 
 # -- test tiers ---------------------------------------------------------------------------------------------
 #: fixtures that load a real model; a test that needs one (directly or through another fixture) is `slow`
-MODEL_FIXTURES = frozenset({"smollm2_path", "semsoft_lm"})
+MODEL_FIXTURES = frozenset({"smollm2_path", "semsoft_lm", "installed", "gguf_reference"})
 
 
 def pytest_collection_modifyitems(config, items):

@@ -154,6 +154,7 @@ def test_extreme_rate_on_ambiguous_items_by_hand():
     assert aggregate("soft_brier", items) == pytest.approx(want)
 
 
+@pytest.mark.smoke  # the fast tier's one end-to-end lm-eval run: a real model, a semsoft and a stock task
 def test_end_to_end_smollm2(semsoft_lm, data_dir):
     """Both variants in one lm-eval run on the real model; items, rows and metrics recomputed from logs."""
     import lm_eval

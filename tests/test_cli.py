@@ -21,6 +21,7 @@ def run(args, **kw) -> subprocess.CompletedProcess:
                           timeout=kw.pop("timeout", 600), **kw)
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 def test_registering_first_does_not_hide_lm_evals_backends():
     """Importing semcal's backend before anything else must leave `hf` (and the rest) registered."""
     code = (
@@ -82,6 +83,7 @@ def test_stock_task_through_semcal_eval_equals_plain_lm_eval(tmp_path, smollm2_p
     assert "tiny_user_mc" in ours.stdout
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 def test_semsoft_task_on_stock_hf_fails_loudly(tmp_path):
     r = run([sys.executable, "-m", "semcal_eval", "--model", "hf", "--model_args", "pretrained=unused",
              "--tasks", "goemotions_semsoft", "--limit", "2"])
@@ -89,6 +91,7 @@ def test_semsoft_task_on_stock_hf_fails_loudly(tmp_path):
     assert "hf-semsoft" in r.stderr and "goemotions_semsoft" in r.stderr
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 def test_lm_eval_subcommands_and_semcal_tasks_are_listed():
     r = run([sys.executable, "-m", "semcal_eval", "ls", "tasks"])
     assert r.returncode == 0, r.stderr[-2000:]
@@ -133,6 +136,7 @@ def test_a_semcal_run_ends_with_the_compact_summary(tmp_path, smollm2_path, data
     assert f"| {agg['brier_mc,semsoft']:.3f} |" in line and f"{agg['ece_uw15,semsoft']:.3f} [" in line
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 def test_no_summary_flag_is_semcals_own(tmp_path):
     """`--no_summary` is removed before lm-eval parses (lm-eval would reject it)."""
     r = run([sys.executable, "-m", "semcal_eval", "ls", "tasks", "--no_summary"])

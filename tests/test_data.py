@@ -437,6 +437,7 @@ def test_metadata_split_reaches_hook_through_task_manager(monkeypatch):
     assert sizes == {"None": 3_610, "{'split': 'efficientqa_validation'}": 1_800}
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 @needs_mirror
 def test_cli_metadata_reaches_hook(tmp_path):
     env = {

@@ -81,6 +81,7 @@ def test_switched_off_lm_eval_knows_neither_backend_nor_tasks():
     assert py(code, OFF).stdout.split() == ["False", "True", "False"]
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 def test_semcal_eval_registering_too_is_idempotent():
     """semcal-eval registers hf-semsoft and passes the task folder itself; with the plugin on nothing doubles."""
     code = (
@@ -135,6 +136,7 @@ def test_declared_entry_points_name_the_registered_objects():
             assert Path(obj) == TASKS_DIR
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 def test_ls_lists_semcal_tasks_next_to_lm_evals_own():
     r = run([LM_EVAL, "ls", "tasks"], ON)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -142,6 +144,7 @@ def test_ls_lists_semcal_tasks_next_to_lm_evals_own():
     assert "hellaswag" in r.stdout
 
 
+@pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)
 @pytest.mark.parametrize("cmd", [[LM_EVAL], [sys.executable, "-m", "lm_eval"]], ids=["console-script", "python-m"])
 def test_stock_hf_on_a_semsoft_task_stops_before_loading_the_model(cmd):
     # `pretrained=unused` is no model at all: reaching the model load would fail with a different error

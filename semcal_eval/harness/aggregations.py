@@ -20,7 +20,8 @@ replicates cached by content).
 ``<metric>_stderr`` as a metric (aggregated by ``semcal_<metric>_stderr``: the bootstrap standard error of the
 same resamples as the CI); lm-eval stores that aggregate under the very key its table and results JSON read
 as the stderr, after its own ``"N/A"`` for the metric (:func:`semcal_eval.core.metric_table.reported_names`
-keeps that order). ``tests/test_lm_eval_compat.py`` fails if lm-eval stops reading it so.
+keeps that order). tests/test_aggregations.py::test_yaml_task_resolves_every_aggregation_and_evaluates
+fails if lm-eval stops reading it so.
 """
 
 from __future__ import annotations
