@@ -75,7 +75,7 @@ def test_correctness_missing_column_is_a_clear_error():
 
 # The design before the reward lab (rollout reading, unbounded log score, empty answers scored as disagreeing
 # wrong answers, λ up to 1, TRL's group scaling): kept as options, checked here against hand values.
-OLD = dict(reading="rollout", bounded=False, empty_answer="disagree")
+OLD = dict(reading="rollout", bounded=False, empty_answer="disagree", match="line")
 LB = math.log(1 / EPS)  # the default r_cal is the log score divided by log(1/ε)
 B1 = L1 / LB  # ≈ 0: a pair scored right, bounded
 
@@ -190,7 +190,8 @@ def test_empty_answers_earn_no_calibration_reward():
 
 
 def test_calibration_matches_direct_formula_on_random_groups():
-    """r_cal from the reward function = the formulas applied to an independently built agreement matrix."""
+    """r_cal from the reward function = the formulas applied to an independently built agreement matrix
+    (whole-line matching; the default short-answer matching has its own reference in tests/test_rd_adversaries.py)."""
     rng = random.Random(1)
     pool = ["Paris", "paris", "Paris France", "Lyon", "Lyon city", "Nice", "", "the"]
     judge = F1Judge()
@@ -199,7 +200,7 @@ def test_calibration_matches_direct_formula_on_random_groups():
         comps = [rng.choice(pool) for _ in range(K)]
         kw = dict(num_generations=K, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=K))
         old = calibration_reward(["p"] * K, comps, **OLD, **kw)
-        new = calibration_reward(["p"] * K, comps, **kw)
+        new = calibration_reward(["p"] * K, comps, match="line", **kw)
         exp_old, exp_new = [], []
         for j in range(K):
             agree = []
