@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from trainers.answer_match import MATCHES
 from trainers.rewards import DEFAULT_EPS, DEFAULT_LAMBDA_MAX, DEFAULT_READING, validate_calibration_args
 
 METHODS = ("csr", "rlvr", "rlcr")
@@ -44,7 +45,8 @@ DEFAULTS: dict[str, Any] = {
         "stop_at_newline": True,
     },
     # CSR reward defaults chosen with the reward lab (trainers/reward_lab.py, docs/TRAINING.md): pairwise BCE
-    # divided by log(1/ε), empty answers −1 (fixed in trainers.rewards), λ linear 0 → ½, GRPO batch scaling.
+    # divided by log(1/ε), empty answers −1 (fixed in trainers.rewards), λ linear 0 → ½, short-answer matching
+    # (match: span), no std scaling of the advantages (grpo.scale_rewards: none).
     "reward": {
         "judge": "f1",
         "judge_kwargs": {},
@@ -55,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
         "lambda_min": 0.0,
         "lambda_step_fraction": 0.5,
         "gather_groups": False,
+        "match": "span",  # span: judge short answers, wrong rollouts charged for word overlap; line: whole lines
     },
     "lora": {
         "enabled": False,
@@ -73,14 +76,16 @@ DEFAULTS: dict[str, Any] = {
         "learning_rate": 1e-5,
         "temperature": 1.0,
         "beta": 0.0,
-        # "batch": advantages (r − group mean) / batch std, so λ(t) weighs r_cal against r_RLVR. TRL's default
-        # "group" divides each group by its own std, which blows λ·r_cal up to unit scale in every group whose
-        # rollouts are all right or all wrong, whatever λ is (docs/TRAINING.md).
-        "scale_rewards": "batch",
+        # "none": advantages r − group mean, on the fixed scale of the correctness reward's range [0, 1], so
+        # CSR = RLVR at λ = 0 and λ(t)·r_cal grows with λ in every generation batch. TRL's default "group"
+        # divides each group by its own std (λ cancels in all-right/all-wrong groups); "batch" divides by the
+        # batch std, which in a batch with no correct answer is made of λ·r_cal alone (λ cancels again; issue 22,
+        # docs/TRAINING.md). Adam makes a constant reward scale irrelevant to the step size.
+        "scale_rewards": "none",
         "logging_steps": 1,
         "save_steps": 50,
         "save_total_limit": 3,
-        "report_to": ["tensorboard"],
+        "report_to": [],  # metrics.jsonl is always written; [tensorboard] needs `pip install -e .[train]`
         "use_cpu": False,
         "bf16": False,
         "fp16": False,
@@ -188,10 +193,12 @@ def validate(cfg: dict) -> None:
     validate_calibration_args(
         K, r["eps"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["lambda_step_fraction"]
     )
+    if r.get("match", "span") not in MATCHES:
+        raise ValueError(f"reward.match must be one of {', '.join(MATCHES)}, got {r.get('match')!r}")
     scale = cfg["grpo"].get("scale_rewards", "group")
     if scale not in ("group", "batch", "none", True, False):
         raise ValueError(
-            f"grpo.scale_rewards must be 'batch' (the default here), 'group', 'none' or true/false, got {scale!r}"
+            f"grpo.scale_rewards must be 'none' (the default here), 'batch', 'group' or true/false, got {scale!r}"
         )
     unknown = set(cfg["data"]) - set(DEFAULTS["data"])
     if unknown:

@@ -40,7 +40,7 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
     """Reward functions and weights of a method. Each component is its own function so that TRL logs
     ``rewards/<function>/mean`` and ``/std`` for it at every logging step."""
     r = cfg["reward"]
-    judge = dict(judge=r["judge"], judge_kwargs=r.get("judge_kwargs") or {})
+    judge = dict(judge=r["judge"], judge_kwargs=r.get("judge_kwargs") or {}, match=r.get("match", R.DEFAULT_MATCH))
     method = cfg["method"]
     if method == "rlvr":
         return [functools.partial(R.correctness_reward, **judge)], [1.0]
