@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("positional", nargs="*", help="CONFIG.yaml and/or key.sub=value overrides")
     p.add_argument("--config", "-c", default=None, help="YAML config (see trainers/configs/)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-    p.add_argument("--method", choices=("csr", "rlvr", "rlcr"), help="shortcut for method=...")
+    p.add_argument("--method", choices=("csr", "rlvr", "rlcr", "rd"), help="shortcut for method=...")
     p.add_argument("--output-dir", help="shortcut for output_dir=...")
     p.add_argument("--max-steps", type=int, help="shortcut for grpo.max_steps=...")
     p.add_argument("--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",

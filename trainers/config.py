@@ -2,7 +2,7 @@
 
 A config is a nested dict. Top-level sections:
 
-- ``method``: ``csr`` | ``rlvr`` | ``rlcr``
+- ``method``: ``csr`` | ``rlvr`` | ``rlcr`` | ``rd`` (Rewarding Doubt)
 - ``model``: ``semcal:NAME`` (resolved by :func:`semcal_eval.models.resolve_pretrained`), a local folder or a hub id
 - ``data``: which training questions and how prompts are written
 - ``reward``: judge, ε, reading, λ(t) schedule, group gathering
@@ -23,7 +23,7 @@ import yaml
 from trainers.answer_match import MATCHES
 from trainers.rewards import DEFAULT_EPS, DEFAULT_LAMBDA_MAX, DEFAULT_READING, validate_calibration_args
 
-METHODS = ("csr", "rlvr", "rlcr")
+METHODS = ("csr", "rlvr", "rlcr", "rd")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
 
 DEFAULTS: dict[str, Any] = {

@@ -61,6 +61,8 @@ __all__ = [
     "rlcr_format_reward",
     "rlcr_correctness_reward",
     "rlcr_brier_reward",
+    "rd_score",
+    "rd_reward",
 ]
 
 SCHEDULES = ("linear", "constant", "step")
@@ -707,3 +709,68 @@ def rlcr_brier_reward(
             log_metric("rlcr/confidence", float(np.mean(seen)))
         log_metric("rlcr/confidence_parsed_frac", len(seen) / len(conf) if conf else 0.0)
     return [round(v, 12) for v in out]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# RD (Rewarding Doubt, Stangel et al. 2025: integer confidence 0–10, logarithmic scoring rule)
+
+RD_SCALE = 10.0
+RD_EPS = 1e-3
+RD_MAX = math.log(1 - RD_EPS)  # the best log score (p = 0.999 on a correct answer)
+RD_MIN = math.log(RD_EPS) / 2  # the paper's floor of the normalisation (half the worst log score)
+RD_FORMAT_PENALTY = -3.0 * RD_SCALE
+RD_CORRECT_BONUS = 0.25
+
+
+def rd_score(confidence: int | None, correct: bool) -> float:
+    r"""The RD reward of one answer. With c ∈ {0..10} the stated confidence and p = clip(c/10, ε, 1−ε), ε = 10⁻³:
+
+        s = log p (correct) or log(1 − p) (wrong);   r = 10 · [ (s − s_min)/(s_max − s_min) + 0.25·correct ]
+
+    s_max = log(1 − ε), s_min = ½·log ε. No confidence (or one outside 0..10) gives −30, the paper's format
+    penalty. The log score is strictly proper, so E[r] is maximised by stating c/10 = P(correct); the 0.25
+    bonus rewards accuracy on top.
+
+    >>> round(rd_score(10, True), 3), round(rd_score(0, False), 3), rd_score(None, True)
+    (12.5, 10.0, -30.0)
+    """
+    if confidence is None or not 0 <= confidence <= 10:
+        return RD_FORMAT_PENALTY
+    p = min(1 - RD_EPS, max(RD_EPS, confidence / 10.0))
+    s = math.log(p) if correct else math.log1p(-p)
+    norm = (s - RD_MIN) / (RD_MAX - RD_MIN) + (RD_CORRECT_BONUS if correct else 0.0)
+    return float(RD_SCALE * norm)
+
+
+def rd_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, *, judge="f1",
+              judge_kwargs=None, **kwargs) -> list[float]:
+    r"""RD reward (:func:`rd_score`) of each completion, read by :func:`semcal_eval.qa.verbalized.parse_rd`
+    (``Answer: <a>, Confidence: <0-10>``); correctness of the answer as for the other methods (the judge on the
+    short answer, ``match``). Logs ``rd/confidence`` (mean c/10 of the parsed ones), ``rd/parsed_frac`` and
+    ``rd/format_frac`` (exact format).
+
+    Example:
+    ```python
+    >>> [round(v, 2) for v in rd_reward([""] * 3, ["Answer: Paris, Confidence: 8", "Answer: Rome, Confidence: 8",
+    ...                                          "Paris"], answers=[["Paris"]] * 3)]
+    [11.86, 5.34, -30.0]
+
+    ```
+    """
+    from semcal_eval.qa.verbalized import parse_rd
+
+    n = len(completions)
+    parsed = [parse_rd(completion_text(c)) for c in completions]
+    answers = _column(kwargs, "answers", n)
+    questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
+    golds = [_golds(a) for a in answers]
+    judged = judged_answers([p[1] for p in parsed], questions, golds, kwargs.get("match", DEFAULT_MATCH))
+    y = correctness(questions, judged, golds, _judge(judge, judge_kwargs))
+    log_metric = kwargs.get("log_metric")
+    if log_metric is not None and n:
+        seen = [p[2] / 10 for p in parsed if p[2] is not None]
+        if seen:
+            log_metric("rd/confidence", float(np.mean(seen)))
+        log_metric("rd/parsed_frac", len(seen) / n)
+        log_metric("rd/format_frac", float(np.mean([p[0] for p in parsed])))
+    return [rd_score(p[2], bool(yi)) for p, yi in zip(parsed, y, strict=True)]

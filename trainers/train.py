@@ -68,6 +68,8 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
             ],
             [0.5, 0.5, 0.5],
         )
+    if method == "rd":  # Rewarding Doubt: one reward, the normalised log score of the stated confidence bin
+        return [functools.partial(R.rd_reward, **judge)], [1.0]
     raise ValueError(f"unknown method {method!r}")
 
 
