@@ -66,6 +66,9 @@ def resolve(argv: list[str] | None = None) -> tuple[dict, argparse.Namespace]:
         from trainers.pipeline import check_eval_tasks
 
         check_eval_tasks(cfg)  # before training: e.g. --method rlcr on csr.yaml's agreement tasks
+    from trainers.config import check_warmup
+
+    check_warmup(cfg)
     return cfg, args
 
 

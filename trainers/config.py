@@ -92,6 +92,17 @@ DEFAULTS: dict[str, Any] = {
         "activation_checkpointing": False,  # (TRL defaults gradient_checkpointing to True; the new name wins)
         "shuffle_dataset": True,
     },
+    # Supervised warm-up before GRPO for rlcr/rd (trainers/warmup.py): the base model's greedy answers in the
+    # method's format, confidence = agreement of num_samples sampled answers with the greedy one.
+    "warmup_sft": {
+        "enabled": False,
+        "limit": 256,  # training questions used (the first of the shuffled training set)
+        "steps": 40,
+        "learning_rate": 5.0e-5,
+        "batch_size": 8,
+        "num_samples": 4,
+        "max_answer_tokens": 16,
+    },
     "evaluate": {
         "enabled": False,
         "tasks": [],
@@ -162,6 +173,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     for o in overrides or []:
         cfg = apply_override(cfg, o)
     _floatify(cfg["reward"], ("eps", "lambda_max", "lambda_min", "lambda_step_fraction"))
+    _floatify(cfg["warmup_sft"], ("learning_rate",))
     _floatify(cfg["grpo"], ("learning_rate", "temperature", "beta", "weight_decay", "max_grad_norm"))
     return cfg
 
@@ -200,6 +212,12 @@ def validate(cfg: dict) -> None:
         raise ValueError(
             f"grpo.scale_rewards must be 'none' (the default here), 'batch', 'group' or true/false, got {scale!r}"
         )
+    w = cfg.get("warmup_sft") or {}
+    unknown = set(w) - set(DEFAULTS["warmup_sft"])
+    if unknown:
+        raise ValueError(f"unknown warmup_sft keys {sorted(unknown)}; known: {sorted(DEFAULTS['warmup_sft'])}")
+    if w.get("enabled") and (int(w["steps"]) < 1 or int(w["num_samples"]) < 1 or int(w["batch_size"]) < 1):
+        raise ValueError("warmup_sft.steps, num_samples and batch_size must be >= 1")
     unknown = set(cfg["data"]) - set(DEFAULTS["data"])
     if unknown:
         raise ValueError(f"unknown data keys {sorted(unknown)}; known: {sorted(DEFAULTS['data'])}")
@@ -213,6 +231,14 @@ def validate(cfg: dict) -> None:
     tpl = cfg["data"].get("prompt_template")
     if tpl is not None and "{question}" not in tpl:
         raise ValueError("data.prompt_template must contain the placeholder {question}")
+
+
+def check_warmup(cfg: dict) -> None:
+    """Raise if ``warmup_sft`` is enabled for a method without an output format to learn (csr, rlvr). Separate
+    from :func:`validate` so that a method switched on the command line first hears about its evaluation tasks."""
+    if (cfg.get("warmup_sft") or {}).get("enabled") and cfg["method"] not in ("rlcr", "rd"):
+        raise ValueError(f"warmup_sft teaches the rlcr/rd output format; method {cfg['method']!r} has none: "
+                         "set warmup_sft.enabled=false")
 
 
 def check_data_source(cfg: dict) -> None:

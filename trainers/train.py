@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from trainers import rewards as R
-from trainers.config import check_data_source, check_group_layout, validate
+from trainers.config import check_data_source, check_group_layout, check_warmup, validate
 from trainers.data import build_dataset
 
 
@@ -229,6 +229,7 @@ def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = Non
     from trl import GRPOTrainer
 
     validate(cfg)
+    check_warmup(cfg)
     if train_dataset is None:
         check_data_source(cfg)  # before any model is loaded
     out_dir = Path(cfg["output_dir"])
@@ -237,6 +238,11 @@ def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = Non
     (out_dir / "semcal_train.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     dataset = train_dataset if train_dataset is not None else build_dataset(cfg)
     model, tok, base_path = load_model(cfg)
+    if (cfg.get("warmup_sft") or {}).get("enabled"):
+        from trainers.warmup import run_warmup
+
+        model = run_warmup(cfg, model, tok, dataset)  # rlcr/rd: learn the format before GRPO
+        tok.padding_side = "left"
     # the newline ends a rollout (csr/rlvr) on the transformers and the vLLM path alike
     restore = apply_rollout_stops(cfg, args, model, tok)
     funcs = reward_funcs if reward_funcs is not None else build_reward_funcs(cfg)[0]
