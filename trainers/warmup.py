@@ -112,7 +112,7 @@ def run_warmup(cfg: dict, model, tok, train_dataset) -> Any:
                      learning_rate=float(w["learning_rate"]), per_device_train_batch_size=int(w["batch_size"]),
                      logging_steps=1, save_strategy="no", report_to="none", use_cpu=bool(g.get("use_cpu")),
                      bf16=bool(g.get("bf16")), seed=int(cfg["seed"]), completion_only_loss=True,
-                     max_length=1024, gradient_checkpointing=False)
+                     max_length=1024, activation_checkpointing=False)
     tok.padding_side = "right"
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
     trainer.train()
