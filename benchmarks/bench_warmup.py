@@ -58,6 +58,8 @@ def main(argv=None) -> int:
     ap.add_argument("--grpo-steps", type=int, default=4)
     ap.add_argument("--rlcr-tokens", type=int, default=128, help="RLCR generation budget here (rlcr.yaml: 256)")
     ap.add_argument("--out", default="runs/bench_warmup")
+    ap.add_argument("--methods", default="rd,rlcr", help="which of rd, rlcr to measure (comma-separated)")
+    ap.add_argument("--warmup-batch", type=int, default=8)
     args = ap.parse_args(argv)
     import torch
 
@@ -80,14 +82,15 @@ def main(argv=None) -> int:
         _, n = _greedy(model, tok, [make_prompt(q, method) for q in qs], 32, True)
         report[f"{method}_tokens_base"] = sum(n) / len(n)
     del model
-    for method in ("rd", "rlcr"):
+    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
         budget = args.rlcr_tokens if method == "rlcr" else 32
         cfg = load_config(Path(__file__).resolve().parents[1] / f"trainers/configs/{method}.yaml", [
             f"output_dir={args.out}/{method}", "grpo.use_cpu=true", "grpo.bf16=false", "lora.enabled=true",
             "lora.r=8", "lora.alpha=16", "grpo.num_generations=4", "grpo.per_device_train_batch_size=4",
             "grpo.gradient_accumulation_steps=1", f"grpo.max_steps={args.grpo_steps}", "grpo.save_steps=100000",
             f"grpo.max_completion_length={budget}", "grpo.learning_rate=1e-5", f"data.limit={args.train}",
-            f"warmup_sft.limit={args.train}", f"warmup_sft.steps={args.warmup_steps}", "evaluate.enabled=false",
+            f"warmup_sft.limit={args.train}", f"warmup_sft.steps={args.warmup_steps}",
+            f"warmup_sft.batch_size={args.warmup_batch}", "evaluate.enabled=false",
             "submit.enabled=false"])
         prompts = [make_prompt(q, method) for q in qs]
         stop_nl = method != "rlcr"
