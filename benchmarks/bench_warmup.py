@@ -81,6 +81,7 @@ def main(argv=None) -> int:
     for method in ("csr", "rlvr"):  # same prompt and stop: the base model's short answers
         _, n = _greedy(model, tok, [make_prompt(q, method) for q in qs], 32, True)
         report[f"{method}_tokens_base"] = sum(n) / len(n)
+        print("PHASE", method, "tokens", report[f"{method}_tokens_base"], flush=True)
     del model
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
         budget = args.rlcr_tokens if method == "rlcr" else 32
@@ -97,18 +98,21 @@ def main(argv=None) -> int:
         m0, tok, _ = load_model(cfg)
         texts, n = _greedy(m0, tok, prompts, budget, stop_nl)
         report[f"{method}_base"] = {**_rates(method, texts), "tokens": sum(n) / len(n), "example": texts[0][:160]}
+        print("PHASE", method, "base", json.dumps(report[f"{method}_base"]), flush=True)
         del m0
         trainer = build_trainer(cfg)  # runs warmup_sft first (rlcr.yaml / rd.yaml enable it)
         info = getattr(trainer.model, "_semcal_warmup", None) or getattr(
             getattr(trainer.model, "base_model", None), "_semcal_warmup", None)
         texts, n = _greedy(trainer.model, tok, prompts, budget, stop_nl)
         report[f"{method}_warmup"] = {**_rates(method, texts), "tokens": sum(n) / len(n), "example": texts[0][:160]}
+        print("PHASE", method, "warmup", json.dumps(report[f"{method}_warmup"]), flush=True)
         if info:
             report[f"{method}_warmup"]["sft_loss_first_last"] = [info["loss"][0], info["loss"][-1]] if info["loss"] else None
             report[f"{method}_warmup"]["target_examples"] = info["targets"][:2]
         trainer.train()
         texts, n = _greedy(trainer.model, tok, prompts, budget, stop_nl)
         report[f"{method}_grpo"] = {**_rates(method, texts), "tokens": sum(n) / len(n), "example": texts[0][:160]}
+        print("PHASE", method, "grpo", json.dumps(report[f"{method}_grpo"]), flush=True)
         from trainers.train import read_metrics
 
         fmt_key = "rewards/rlcr_format_reward/mean" if method == "rlcr" else "rd/format_frac"
