@@ -135,11 +135,12 @@ def test_lab_rewards_are_the_trainers(world, design):
     prompts = [world.questions[q] for q in range(N) for _ in range(K)]
     comps = [" " + world.candidates[q][m] for q in range(N) for m in idx[q]]
     cols = dict(answers=[world.golds[q] for q in range(N) for _ in range(K)], question=prompts)
-    y = correctness_reward(prompts, comps, **cols)
+    # this tabular lab judges whole lines (the matching before issue 22); trainers/policy_lab.py the short answers
+    y = correctness_reward(prompts, comps, match="line", **cols)
     cal = calibration_reward(
         prompts, comps, trainer_state=SimpleNamespace(global_step=step, max_steps=max_steps), num_generations=K,
         eps=design.eps, reading=design.reading, lambda_schedule=design.lambda_schedule, lambda_max=design.lambda_max,
-        bounded=design.bounded, empty_answer=design.empty_answer, score=design.score, **cols,
+        bounded=design.bounded, empty_answer=design.empty_answer, score=design.score, match="line", **cols,
     )
     assert lab[:, 0].tolist() == y
     assert lab[:, 1] == pytest.approx(cal, abs=1e-12)

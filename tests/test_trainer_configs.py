@@ -37,7 +37,28 @@ def _task_cfgs() -> dict[str, dict]:
 
 
 def test_the_configs_are_the_expected_set():
-    assert {p.stem for p in CONFIGS} == {"csr", "rlvr", "rlcr", "cpu_smoke", "vllm_colocate", "vllm_server"}
+    assert {p.stem for p in CONFIGS} == {"csr", "rlvr", "rlcr", "rd", "cpu_smoke", "vllm_colocate", "vllm_server"}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_every_config_builds_without_optional_packages(path):
+    """Issue 22, item 7: after the README's set-up (no tensorboard, no wandb) every shipped config builds its
+    GRPOConfig; only bf16 (a GPU setting) is switched off here, and vLLM configs stop at TRL's vLLM check."""
+    import importlib.util
+
+    from trainers.train import build_grpo_config
+
+    cfg = load_config(path, ["grpo.bf16=false", "grpo.use_cpu=true"])
+    assert "tensorboard" not in (cfg["grpo"]["report_to"] or []) or importlib.util.find_spec("tensorboard")
+    if cfg["grpo"].get("use_vllm"):
+        pytest.skip("vLLM configs need `pip install trl[vllm]` and a GPU (README)")
+    build_grpo_config(cfg)
+    # asking for tensorboard without it installed fails with the one-line fix
+    if importlib.util.find_spec("tensorboard") is None:
+        from trainers.config import apply_override
+
+        with pytest.raises(ValueError, match=r"pip install tensorboard.*grpo.report_to=\[\]"):
+            build_grpo_config(apply_override(cfg, "grpo.report_to=[tensorboard]"))
 
 
 # ---------------------------------------------------------------- each method on its matching evaluation
@@ -57,14 +78,14 @@ def test_each_config_evaluates_on_its_methods_tasks(path):
 def test_methods_are_compared_on_the_same_datasets():
     tasks = qa_tasks()
     by_method = {}
-    for m in ("csr", "rlvr", "rlcr"):
+    for m in ("csr", "rlvr", "rlcr", "rd"):
         cfg = load_config(CONFIG_DIR / f"{m}.yaml")
         by_method[m] = sorted(tasks[t][1] for t in cfg["evaluate"]["tasks"])
-    assert by_method["csr"] == by_method["rlvr"] == by_method["rlcr"] == ["hotpotqa", "nq_open"]
+    assert by_method["csr"] == by_method["rlvr"] == by_method["rlcr"] == by_method["rd"] == ["hotpotqa", "nq_open"]
     assert load_config(CONFIG_DIR / "rlcr.yaml")["evaluate"]["tasks"] == ["hotpotqa_rlcr", "nq_open_rlcr"]
 
 
-@pytest.mark.parametrize("name", ["csr", "rlvr", "rlcr"])
+@pytest.mark.parametrize("name", ["csr", "rlvr", "rlcr", "rd"])
 def test_evaluation_generates_like_training(name):
     """The tasks a method is evaluated on stop where its rollouts stop and have its training budget."""
     cfg = load_config(CONFIG_DIR / f"{name}.yaml")

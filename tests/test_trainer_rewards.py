@@ -75,7 +75,8 @@ def test_correctness_missing_column_is_a_clear_error():
 
 # The design before the reward lab (rollout reading, unbounded log score, empty answers scored as disagreeing
 # wrong answers, λ up to 1, TRL's group scaling): kept as options, checked here against hand values.
-OLD = dict(reading="rollout", bounded=False, empty_answer="disagree")
+OLD_SCORE = dict(reading="rollout", bounded=False, empty_answer="disagree")  # the score before the lab
+OLD = dict(OLD_SCORE, match="line")  # ... and whole-line matching (before issue 22)
 LB = math.log(1 / EPS)  # the default r_cal is the log score divided by log(1/ε)
 B1 = L1 / LB  # ≈ 0: a pair scored right, bounded
 
@@ -167,9 +168,9 @@ def _expected_reward(a, lam, K=8, **opts):
 def test_accuracy_always_pays_in_expectation():
     grid = np.linspace(0, 1, 21)
     # before (λ = 1): any accuracy below ≈ 0.44 earns less than accuracy 0
-    old = [_expected_reward(a, 1.0, **OLD) for a in grid]
+    old = [_expected_reward(a, 1.0, **OLD_SCORE) for a in grid]
     below = [a for a, v in zip(grid, old) if a > 0 and v < old[0]]
-    assert below and max(below) == pytest.approx(0.40, abs=0.03) and _expected_reward(0.45, 1.0, **OLD) > old[0]
+    assert below and max(below) == pytest.approx(0.40, abs=0.03) and _expected_reward(0.45, 1.0, **OLD_SCORE) > old[0]
     # defaults: strictly increasing in accuracy at every λ up to (just below) 1
     for lam in (0.0, 0.5, 0.99):
         new = [_expected_reward(a, lam) for a in grid]
@@ -190,7 +191,8 @@ def test_empty_answers_earn_no_calibration_reward():
 
 
 def test_calibration_matches_direct_formula_on_random_groups():
-    """r_cal from the reward function = the formulas applied to an independently built agreement matrix."""
+    """r_cal from the reward function = the formulas applied to an independently built agreement matrix
+    (whole-line matching; the default short-answer matching has its own reference in tests/test_rd_adversaries.py)."""
     rng = random.Random(1)
     pool = ["Paris", "paris", "Paris France", "Lyon", "Lyon city", "Nice", "", "the"]
     judge = F1Judge()
@@ -199,7 +201,7 @@ def test_calibration_matches_direct_formula_on_random_groups():
         comps = [rng.choice(pool) for _ in range(K)]
         kw = dict(num_generations=K, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=K))
         old = calibration_reward(["p"] * K, comps, **OLD, **kw)
-        new = calibration_reward(["p"] * K, comps, **kw)
+        new = calibration_reward(["p"] * K, comps, match="line", **kw)
         exp_old, exp_new = [], []
         for j in range(K):
             agree = []
@@ -223,7 +225,7 @@ def test_calibration_matches_direct_formula_on_random_groups():
 def test_calibration_scores_edges():
     # K = 2, exact 0/1 agreements, ε at both extremes of its range
     A = np.array([[1, 1], [1, 1]])
-    r, p = calibration_scores(A, [1, 0], eps=1e-6, **OLD)
+    r, p = calibration_scores(A, [1, 0], eps=1e-6, **OLD_SCORE)
     assert p.tolist() == [1 - 1e-6, 1 - 1e-6]
     assert r == pytest.approx([math.log(1 - 1e-6), math.log(1e-6)])
     r, _ = calibration_scores(A, [1, 0], eps=1e-6)
@@ -320,7 +322,7 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     after (λ = ½·1/500) they differ by O(λ) — not by O(1) as with group scaling — and later clearly."""
     csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
     rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
-    assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "batch"
+    assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
     base = _trainer_advantages(rlvr, 0)
     assert np.all(base[4:16] == 0)  # all right, all wrong, all empty: RLVR has nothing to say
     first = _trainer_advantages(csr, 0)
@@ -328,7 +330,7 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     second = _trainer_advantages(csr, 1)
     assert 0 < np.abs(second - base).max() <= 0.01
     later = _trainer_advantages(csr, 250)
-    assert np.abs(later - base).max() > 0.1
+    assert np.abs(later - base).max() > 0.05  # unscaled advantages: λ·(r_cal − mean), λ = ¼ here
     # the all-wrong group with a repeated answer: RLVR is silent, CSR now pushes the repeated answer down
     assert np.all(base[28:32] == 0) and later[28] < 0 and later[29] < 0 and later[30] > 0 and later[31] > 0
     # with TRL's group scaling instead, λ = ½·1/500 already moves that group by O(1)

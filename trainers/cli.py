@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("positional", nargs="*", help="CONFIG.yaml and/or key.sub=value overrides")
     p.add_argument("--config", "-c", default=None, help="YAML config (see trainers/configs/)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-    p.add_argument("--method", choices=("csr", "rlvr", "rlcr"), help="shortcut for method=...")
+    p.add_argument("--method", choices=("csr", "rlvr", "rlcr", "rd"), help="shortcut for method=...")
     p.add_argument("--output-dir", help="shortcut for output_dir=...")
     p.add_argument("--max-steps", type=int, help="shortcut for grpo.max_steps=...")
     p.add_argument("--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",
@@ -66,6 +66,9 @@ def resolve(argv: list[str] | None = None) -> tuple[dict, argparse.Namespace]:
         from trainers.pipeline import check_eval_tasks
 
         check_eval_tasks(cfg)  # before training: e.g. --method rlcr on csr.yaml's agreement tasks
+    from trainers.config import check_warmup
+
+    check_warmup(cfg)
     return cfg, args
 
 

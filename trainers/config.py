@@ -2,7 +2,7 @@
 
 A config is a nested dict. Top-level sections:
 
-- ``method``: ``csr`` | ``rlvr`` | ``rlcr``
+- ``method``: ``csr`` | ``rlvr`` | ``rlcr`` | ``rd`` (Rewarding Doubt)
 - ``model``: ``semcal:NAME`` (resolved by :func:`semcal_eval.models.resolve_pretrained`), a local folder or a hub id
 - ``data``: which training questions and how prompts are written
 - ``reward``: judge, ε, reading, λ(t) schedule, group gathering
@@ -20,9 +20,10 @@ from typing import Any
 
 import yaml
 
+from trainers.answer_match import MATCHES
 from trainers.rewards import DEFAULT_EPS, DEFAULT_LAMBDA_MAX, DEFAULT_READING, validate_calibration_args
 
-METHODS = ("csr", "rlvr", "rlcr")
+METHODS = ("csr", "rlvr", "rlcr", "rd")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
 
 DEFAULTS: dict[str, Any] = {
@@ -44,7 +45,8 @@ DEFAULTS: dict[str, Any] = {
         "stop_at_newline": True,
     },
     # CSR reward defaults chosen with the reward lab (trainers/reward_lab.py, docs/TRAINING.md): pairwise BCE
-    # divided by log(1/ε), empty answers −1 (fixed in trainers.rewards), λ linear 0 → ½, GRPO batch scaling.
+    # divided by log(1/ε), empty answers −1 (fixed in trainers.rewards), λ linear 0 → ½, short-answer matching
+    # (match: span), no std scaling of the advantages (grpo.scale_rewards: none).
     "reward": {
         "judge": "f1",
         "judge_kwargs": {},
@@ -55,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
         "lambda_min": 0.0,
         "lambda_step_fraction": 0.5,
         "gather_groups": False,
+        "match": "span",  # span: judge short answers, wrong rollouts charged for word overlap; line: whole lines
     },
     "lora": {
         "enabled": False,
@@ -73,19 +76,32 @@ DEFAULTS: dict[str, Any] = {
         "learning_rate": 1e-5,
         "temperature": 1.0,
         "beta": 0.0,
-        # "batch": advantages (r − group mean) / batch std, so λ(t) weighs r_cal against r_RLVR. TRL's default
-        # "group" divides each group by its own std, which blows λ·r_cal up to unit scale in every group whose
-        # rollouts are all right or all wrong, whatever λ is (docs/TRAINING.md).
-        "scale_rewards": "batch",
+        # "none": advantages r − group mean, on the fixed scale of the correctness reward's range [0, 1], so
+        # CSR = RLVR at λ = 0 and λ(t)·r_cal grows with λ in every generation batch. TRL's default "group"
+        # divides each group by its own std (λ cancels in all-right/all-wrong groups); "batch" divides by the
+        # batch std, which in a batch with no correct answer is made of λ·r_cal alone (λ cancels again; issue 22,
+        # docs/TRAINING.md). Adam makes a constant reward scale irrelevant to the step size.
+        "scale_rewards": "none",
         "logging_steps": 1,
         "save_steps": 50,
         "save_total_limit": 3,
-        "report_to": ["tensorboard"],
+        "report_to": [],  # metrics.jsonl is always written; [tensorboard] needs `pip install -e .[train]`
         "use_cpu": False,
         "bf16": False,
         "fp16": False,
         "activation_checkpointing": False,  # (TRL defaults gradient_checkpointing to True; the new name wins)
         "shuffle_dataset": True,
+    },
+    # Supervised warm-up before GRPO for rlcr/rd (trainers/warmup.py): the base model's greedy answers in the
+    # method's format, confidence = agreement of num_samples sampled answers with the greedy one.
+    "warmup_sft": {
+        "enabled": False,
+        "limit": 256,  # training questions used (the first of the shuffled training set)
+        "steps": 40,
+        "learning_rate": 5.0e-5,
+        "batch_size": 8,
+        "num_samples": 4,
+        "max_answer_tokens": 16,
     },
     "evaluate": {
         "enabled": False,
@@ -157,6 +173,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     for o in overrides or []:
         cfg = apply_override(cfg, o)
     _floatify(cfg["reward"], ("eps", "lambda_max", "lambda_min", "lambda_step_fraction"))
+    _floatify(cfg["warmup_sft"], ("learning_rate",))
     _floatify(cfg["grpo"], ("learning_rate", "temperature", "beta", "weight_decay", "max_grad_norm"))
     return cfg
 
@@ -188,11 +205,19 @@ def validate(cfg: dict) -> None:
     validate_calibration_args(
         K, r["eps"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["lambda_step_fraction"]
     )
+    if r.get("match", "span") not in MATCHES:
+        raise ValueError(f"reward.match must be one of {', '.join(MATCHES)}, got {r.get('match')!r}")
     scale = cfg["grpo"].get("scale_rewards", "group")
     if scale not in ("group", "batch", "none", True, False):
         raise ValueError(
-            f"grpo.scale_rewards must be 'batch' (the default here), 'group', 'none' or true/false, got {scale!r}"
+            f"grpo.scale_rewards must be 'none' (the default here), 'batch', 'group' or true/false, got {scale!r}"
         )
+    w = cfg.get("warmup_sft") or {}
+    unknown = set(w) - set(DEFAULTS["warmup_sft"])
+    if unknown:
+        raise ValueError(f"unknown warmup_sft keys {sorted(unknown)}; known: {sorted(DEFAULTS['warmup_sft'])}")
+    if w.get("enabled") and (int(w["steps"]) < 1 or int(w["num_samples"]) < 1 or int(w["batch_size"]) < 1):
+        raise ValueError("warmup_sft.steps, num_samples and batch_size must be >= 1")
     unknown = set(cfg["data"]) - set(DEFAULTS["data"])
     if unknown:
         raise ValueError(f"unknown data keys {sorted(unknown)}; known: {sorted(DEFAULTS['data'])}")
@@ -206,6 +231,14 @@ def validate(cfg: dict) -> None:
     tpl = cfg["data"].get("prompt_template")
     if tpl is not None and "{question}" not in tpl:
         raise ValueError("data.prompt_template must contain the placeholder {question}")
+
+
+def check_warmup(cfg: dict) -> None:
+    """Raise if ``warmup_sft`` is enabled for a method without an output format to learn (csr, rlvr). Separate
+    from :func:`validate` so that a method switched on the command line first hears about its evaluation tasks."""
+    if (cfg.get("warmup_sft") or {}).get("enabled") and cfg["method"] not in ("rlcr", "rd"):
+        raise ValueError(f"warmup_sft teaches the rlcr/rd output format; method {cfg['method']!r} has none: "
+                         "set warmup_sft.enabled=false")
 
 
 def check_data_source(cfg: dict) -> None:

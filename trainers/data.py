@@ -17,6 +17,7 @@ from datasets import Dataset
 
 from semcal_eval.data.fields import qa_example, qa_fields
 from semcal_eval.qa.prompts import RLCR_SYSTEM_PROMPT, qa_doc_to_text, rlcr_prompt
+from semcal_eval.qa.verbalized import RD_SYSTEM_PROMPT, rd_prompt
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,10 @@ def make_prompt(question: str, method: str, style: str = "plain", template: str 
     [{'role': 'user', 'content': 'Q: Who wrote Emma?'}]
     """
     question = question.strip()
+    if method == "rd":
+        if style == "chat":
+            return [{"role": "system", "content": RD_SYSTEM_PROMPT}, {"role": "user", "content": question}]
+        return rd_prompt(question)
     if method == "rlcr":
         if style == "chat":
             return [{"role": "system", "content": RLCR_SYSTEM_PROMPT}, {"role": "user", "content": question}]

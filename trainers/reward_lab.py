@@ -184,7 +184,7 @@ class Design:
 
     name: str
     method: str = "csr"
-    scale_rewards: str = "batch"
+    scale_rewards: str = "none"
     aggregation: str = "sum_then_normalize"
     eps: float = R.DEFAULT_EPS
     reading: str = R.DEFAULT_READING
@@ -211,15 +211,16 @@ class Design:
 
 
 #: the trainer's design (trainers/config.py defaults) and the one before the lab
-CHOSEN = Design("CSR chosen: batch, pairwise BCE/log(1/ε), empty −1, λ 0→½")
+CHOSEN = Design("CSR chosen: none, pairwise BCE/log(1/ε), empty −1, λ 0→½")
 TODAY = Design(
     "CSR before the lab: group, rollout BCE, empty free, λ 0→1", scale_rewards="group", reading="rollout",
     bounded=False, empty_answer="disagree", lambda_max=1.0,
 )
-RLVR = Design("RLVR (batch)", method="rlvr")
+RLVR = Design("RLVR (none)", method="rlvr")
 #: the table of docs/TRAINING.md: baselines, the old design, one lever changed at a time, no curriculum, r_cal alone
 DESIGNS: list[Design] = [
     Design("RLVR (group, TRL's default)", method="rlvr", scale_rewards="group"),
+    Design("RLVR (batch)", method="rlvr", scale_rewards="batch"),
     RLVR,
     TODAY,
     replace(TODAY, name="  before, with batch scaling", scale_rewards="batch"),
@@ -228,7 +229,7 @@ DESIGNS: list[Design] = [
     replace(CHOSEN, name="  chosen, rollout reading", reading="rollout"),
     replace(CHOSEN, name="  chosen, soft (F1) agreement", agreement="soft"),
     replace(CHOSEN, name="  chosen, Brier score", score="brier"),
-    replace(CHOSEN, name="  chosen, scale none", scale_rewards="none"),
+    replace(CHOSEN, name="  chosen, scale batch (before issue 22)", scale_rewards="batch"),
     replace(CHOSEN, name="  chosen, scale group", scale_rewards="group"),
     replace(CHOSEN, name="  chosen, λ 0→1", lambda_max=1.0),
     CHOSEN,

@@ -11,7 +11,11 @@ judge's agreement matrix (0/1) and y_j the rollout's correctness, the default ("
 
     r_cal,j = (1/(K−1)) Σ_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)] / log(1/ε),  a_ji = clip(A_ji, ε, 1−ε)
 
-is the binary cross-entropy between each pairwise agreement and the rollout's correctness, scaled to [−1, 0]:
+is the binary cross-entropy between each pairwise agreement and the rollout's correctness, scaled to [−1, 0].
+Answers are judged by meaning, not surface (``match="span"``, :mod:`trainers.answer_match`): correctness and a
+correct rollout's agreement compare short answers (question repetitions removed, cut to the answer budget);
+a wrong rollout's a_ji is 1 whenever the two answers share a content word, so padding, case, punctuation or
+repeating the question never makes a wrong answer "disagree" (docs/TRAINING.md). r_cal is then
 ≈ −(share of the other rollouts that disagree with a correct rollout, or agree with a wrong one). An empty
 answer gets −1, the worst value. With λ(t) ≤ λ_max < 1 every correct rollout earns more than every wrong one,
 and GRPO's ``scale_rewards="batch"`` (the trainer's default) keeps λ(t) a real weight. The "rollout" reading
@@ -34,9 +38,12 @@ from semcal_eval import qa
 from semcal_eval.qa.judges import Judge, get_judge
 from semcal_eval.qa.prompts import RLCR_SYSTEM_PROMPT  # noqa: F401  (the RLCR training prompt's one copy)
 from semcal_eval.qa.verbalized import parse_rlcr
+from trainers.answer_match import MATCHES, answer_budget, overlap_matrix, short_answer
 
 __all__ = [
     "SCHEDULES",
+    "MATCHES",
+    "judged_answers",
     "READINGS",
     "SCORES",
     "EMPTY_ANSWERS",
@@ -54,6 +61,8 @@ __all__ = [
     "rlcr_format_reward",
     "rlcr_correctness_reward",
     "rlcr_brier_reward",
+    "rd_score",
+    "rd_reward",
 ]
 
 SCHEDULES = ("linear", "constant", "step")
@@ -63,6 +72,7 @@ EMPTY_ANSWERS = ("worst", "disagree")
 DEFAULT_EPS = 1e-3
 DEFAULT_READING = "pairwise"
 DEFAULT_LAMBDA_MAX = 0.5
+DEFAULT_MATCH = "span"
 
 
 class GroupLayoutError(ValueError):
@@ -250,6 +260,7 @@ def group_calibration_scores(
     score: str = "log",
     bounded: bool = True,
     empty_answer: str = "worst",
+    agreement_wrong: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Calibration scores r_cal of G groups of K rollouts at once, and the confidences p.
 
@@ -282,6 +293,10 @@ def group_calibration_scores(
         score: ``"log"`` or ``"brier"``.
         bounded: divide the log score by log(1/ε).
         empty_answer: ``"worst"`` or ``"disagree"``.
+        agreement_wrong: G×K×K agreement read for the rows of *wrong* rollouts (y_j = 0) instead of
+            ``agreement``; None: ``agreement`` for every row. The trainer passes the content-word overlap
+            (:func:`trainers.answer_match.overlap_matrix`), a reading of "may be the same answer" that padding
+            cannot break, so a wrong rollout is never paid for a disagreement its surface faked.
 
     Returns:
         ``(r_cal, p)``, two G×K float arrays.
@@ -306,6 +321,11 @@ def group_calibration_scores(
     e = np.zeros((G, K), dtype=bool) if empty is None else np.asarray(empty, dtype=bool)
     if e.shape != (G, K):
         raise ValueError(f"empty must be G×K like correct; got {e.shape}")
+    if agreement_wrong is not None:
+        Aw = np.asarray(agreement_wrong, dtype=float)
+        if Aw.shape != A.shape or np.any((Aw < 0) | (Aw > 1)) or not np.all(np.isfinite(Aw)):
+            raise ValueError(f"agreement_wrong must be G×K×K like agreement with values in [0, 1]; got {Aw.shape}")
+        A = np.where((y < 0.5)[:, :, None], Aw, A)  # row j of a wrong rollout: its "may be the same" partners
     off = ~np.eye(K, dtype=bool)
     # an empty answer agrees with nothing (its own diagonal is ignored anyway)
     A = np.where(e[:, :, None] | e[:, None, :], 0.0, A)
@@ -388,6 +408,22 @@ def correctness(
     return y
 
 
+def _validate_match(match: str) -> None:
+    if match not in MATCHES:
+        raise ValueError(f"unknown answer match {match!r}; choose one of {', '.join(MATCHES)} (reward.match=...)")
+
+
+def judged_answers(preds: Sequence[str], questions: Sequence[str], golds: Sequence[Sequence[str]],
+                   match: str = DEFAULT_MATCH) -> list[str]:
+    """What the judge sees of each first-line answer: with ``match="span"`` (default) the short answer of
+    :func:`trainers.answer_match.short_answer` (question repetitions removed, cut to the question's answer
+    budget = 1 + the longest gold's length), with ``"line"`` the line itself."""
+    _validate_match(match)
+    if match == "line":
+        return list(preds)
+    return [short_answer(p, q, answer_budget(g, q)) for p, q, g in zip(preds, questions, golds, strict=True)]
+
+
 # ----------------------------------------------------------------------------------------------------------
 # TRL reward functions
 
@@ -400,10 +436,13 @@ def correctness_reward(
     *,
     judge: str | Judge | None = "f1",
     judge_kwargs: dict | None = None,
+    match: str = DEFAULT_MATCH,
     **kwargs,
 ) -> list[float]:
-    r"""RLVR correctness reward r_RLVR ∈ {0, 1}: the short answer (first line) matches a gold answer
-    under the judge (token-F1 ≥ 0.5 surrogate by default).
+    r"""RLVR correctness reward r_RLVR ∈ {0, 1}: the short answer matches a gold answer under the judge
+    (token-F1 ≥ 0.5 surrogate by default). ``match="span"`` (default): the first line's short answer
+    (:func:`judged_answers`: question repetitions removed, trailing chatter past the answer budget cut);
+    ``"line"``: the whole first line.
 
     Args:
         prompts: the prompts, one per completion (TRL repeats each prompt K times).
@@ -426,7 +465,9 @@ def correctness_reward(
     answers = _column(kwargs, "answers", n)
     questions = _column(kwargs, "question", n, required=False)
     preds = [extract_answer(completion_text(c)) for c in completions]
-    y = correctness([q or "" for q in questions], preds, [_golds(a) for a in answers], _judge(judge, judge_kwargs))
+    qs, gs = [q or "" for q in questions], [_golds(a) for a in answers]
+    preds = judged_answers(preds, qs, gs, match)
+    y = correctness(qs, preds, gs, _judge(judge, judge_kwargs))
     log_metric = kwargs.get("log_metric")
     if log_metric is not None:
         log_metric("csr/empty_answer_frac", float(np.mean([not p for p in preds])) if n else 0.0)
@@ -466,6 +507,7 @@ def calibration_reward(
     score: str = "log",
     bounded: bool = True,
     empty_answer: str = "worst",
+    match: str = DEFAULT_MATCH,
     **kwargs,
 ) -> list[float]:
     r"""CSR calibration reward λ(t)·r_cal for each rollout, computed within its group of K rollouts.
@@ -492,6 +534,10 @@ def calibration_reward(
         judge, judge_kwargs: the equivalence judge (default token-F1).
         gather_groups: assemble groups across ranks (needed when a rank's batch splits a group).
         score, bounded, empty_answer: see :func:`group_calibration_scores`.
+        match: ``"span"`` (default): correctness and a correct rollout's agreement judge the short answers
+            (:func:`judged_answers`); a wrong rollout's agreement is the content-word overlap of the full
+            answers (:func:`trainers.answer_match.overlap_matrix`), so no padding makes a wrong answer
+            disagree. ``"line"``: the judge on whole first lines for both (before issue 22).
         **kwargs: dataset columns ``answers`` and ``question``; TRL's ``log_metric``/``log_extra``.
 
     Example (two groups of K=2, no trainer state so λ = λ_max = ½):
@@ -506,6 +552,7 @@ def calibration_reward(
     """
     validate_calibration_args(num_generations, eps, reading, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
     _validate_score(score, empty_answer)
+    _validate_match(match)
     K = int(num_generations)
     n = len(completions)
     answers = _column(kwargs, "answers", n)
@@ -543,12 +590,18 @@ def calibration_reward(
             )
 
     jd = _judge(judge, judge_kwargs)
-    y = np.asarray(correctness(questions, preds, golds, jd))
+    judged = judged_answers(preds, questions, golds, match)
+    y = np.asarray(correctness(questions, judged, golds, jd))
     # qa.agreement_matrix makes an empty answer agree with nothing but itself (diagonal, ignored here).
-    A = np.stack([qa.agreement_matrix(questions[s], preds[s : s + K], jd) for s in range(0, N, K)]).astype(float)
-    empty = np.array([not x.strip() for x in preds]).reshape(-1, K)
+    A = np.stack([qa.agreement_matrix(questions[s], judged[s : s + K], jd) for s in range(0, N, K)]).astype(float)
+    empty = np.array([not x.strip() for x in judged]).reshape(-1, K)
+    Aw = None
+    if match == "span":
+        Aw = np.stack([overlap_matrix(preds[s : s + K], questions[s]) for s in range(0, N, K)]).astype(float)
+        Aw = np.maximum(Aw, A)  # "may be the same answer" includes every pair the judge calls equivalent
     r_cal, p = group_calibration_scores(
-        A, y.reshape(-1, K), eps, reading, empty=empty, score=score, bounded=bounded, empty_answer=empty_answer
+        A, y.reshape(-1, K), eps, reading, empty=empty, score=score, bounded=bounded, empty_answer=empty_answer,
+        agreement_wrong=Aw,
     )
     r_cal, p = r_cal.reshape(-1), p.reshape(-1)
     lam = lambda_at(trainer_state, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
@@ -572,7 +625,10 @@ def _rlcr_parts(completions: list, kwargs: dict, judge, judge_kwargs) -> tuple[l
     parsed = [parse_rlcr(completion_text(c)) for c in completions]
     answers = _column(kwargs, "answers", n)
     questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
-    y = correctness(questions, [p[1] for p in parsed], [_golds(a) for a in answers], _judge(judge, judge_kwargs))
+    golds = [_golds(a) for a in answers]
+    # the same short-answer reading as CSR/RLVR (kwargs "match", default span), so the methods are judged alike
+    judged = judged_answers([p[1] for p in parsed], questions, golds, kwargs.get("match", DEFAULT_MATCH))
+    y = correctness(questions, judged, golds, _judge(judge, judge_kwargs))
     return [float(p[0]) for p in parsed], y, [p[2] for p in parsed]
 
 
@@ -653,3 +709,68 @@ def rlcr_brier_reward(
             log_metric("rlcr/confidence", float(np.mean(seen)))
         log_metric("rlcr/confidence_parsed_frac", len(seen) / len(conf) if conf else 0.0)
     return [round(v, 12) for v in out]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# RD (Rewarding Doubt, Stangel et al. 2025: integer confidence 0–10, logarithmic scoring rule)
+
+RD_SCALE = 10.0
+RD_EPS = 1e-3
+RD_MAX = math.log(1 - RD_EPS)  # the best log score (p = 0.999 on a correct answer)
+RD_MIN = math.log(RD_EPS) / 2  # the paper's floor of the normalisation (half the worst log score)
+RD_FORMAT_PENALTY = -3.0 * RD_SCALE
+RD_CORRECT_BONUS = 0.25
+
+
+def rd_score(confidence: int | None, correct: bool) -> float:
+    r"""The RD reward of one answer. With c ∈ {0..10} the stated confidence and p = clip(c/10, ε, 1−ε), ε = 10⁻³:
+
+        s = log p (correct) or log(1 − p) (wrong);   r = 10 · [ (s − s_min)/(s_max − s_min) + 0.25·correct ]
+
+    s_max = log(1 − ε), s_min = ½·log ε. No confidence (or one outside 0..10) gives −30, the paper's format
+    penalty. The log score is strictly proper, so E[r] is maximised by stating c/10 = P(correct); the 0.25
+    bonus rewards accuracy on top.
+
+    >>> round(rd_score(10, True), 3), round(rd_score(0, False), 3), rd_score(None, True)
+    (12.5, 10.0, -30.0)
+    """
+    if confidence is None or not 0 <= confidence <= 10:
+        return RD_FORMAT_PENALTY
+    p = min(1 - RD_EPS, max(RD_EPS, confidence / 10.0))
+    s = math.log(p) if correct else math.log1p(-p)
+    norm = (s - RD_MIN) / (RD_MAX - RD_MIN) + (RD_CORRECT_BONUS if correct else 0.0)
+    return float(RD_SCALE * norm)
+
+
+def rd_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, *, judge="f1",
+              judge_kwargs=None, **kwargs) -> list[float]:
+    r"""RD reward (:func:`rd_score`) of each completion, read by :func:`semcal_eval.qa.verbalized.parse_rd`
+    (``Answer: <a>, Confidence: <0-10>``); correctness of the answer as for the other methods (the judge on the
+    short answer, ``match``). Logs ``rd/confidence`` (mean c/10 of the parsed ones), ``rd/parsed_frac`` and
+    ``rd/format_frac`` (exact format).
+
+    Example:
+    ```python
+    >>> [round(v, 2) for v in rd_reward([""] * 3, ["Answer: Paris, Confidence: 8", "Answer: Rome, Confidence: 8",
+    ...                                          "Paris"], answers=[["Paris"]] * 3)]
+    [11.86, 5.34, -30.0]
+
+    ```
+    """
+    from semcal_eval.qa.verbalized import parse_rd
+
+    n = len(completions)
+    parsed = [parse_rd(completion_text(c)) for c in completions]
+    answers = _column(kwargs, "answers", n)
+    questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
+    golds = [_golds(a) for a in answers]
+    judged = judged_answers([p[1] for p in parsed], questions, golds, kwargs.get("match", DEFAULT_MATCH))
+    y = correctness(questions, judged, golds, _judge(judge, judge_kwargs))
+    log_metric = kwargs.get("log_metric")
+    if log_metric is not None and n:
+        seen = [p[2] / 10 for p in parsed if p[2] is not None]
+        if seen:
+            log_metric("rd/confidence", float(np.mean(seen)))
+        log_metric("rd/parsed_frac", len(seen) / n)
+        log_metric("rd/format_frac", float(np.mean([p[0] for p in parsed])))
+    return [rd_score(p[2], bool(yi)) for p, yi in zip(parsed, y, strict=True)]

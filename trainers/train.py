@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from trainers import rewards as R
-from trainers.config import check_data_source, check_group_layout, validate
+from trainers.config import check_data_source, check_group_layout, check_warmup, validate
 from trainers.data import build_dataset
 
 
@@ -40,7 +40,7 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
     """Reward functions and weights of a method. Each component is its own function so that TRL logs
     ``rewards/<function>/mean`` and ``/std`` for it at every logging step."""
     r = cfg["reward"]
-    judge = dict(judge=r["judge"], judge_kwargs=r.get("judge_kwargs") or {})
+    judge = dict(judge=r["judge"], judge_kwargs=r.get("judge_kwargs") or {}, match=r.get("match", R.DEFAULT_MATCH))
     method = cfg["method"]
     if method == "rlvr":
         return [functools.partial(R.correctness_reward, **judge)], [1.0]
@@ -68,6 +68,8 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
             ],
             [0.5, 0.5, 0.5],
         )
+    if method == "rd":  # Rewarding Doubt: one reward, the normalised log score of the stated confidence bin
+        return [functools.partial(R.rd_reward, **judge)], [1.0]
     raise ValueError(f"unknown method {method!r}")
 
 
@@ -227,6 +229,7 @@ def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = Non
     from trl import GRPOTrainer
 
     validate(cfg)
+    check_warmup(cfg)
     if train_dataset is None:
         check_data_source(cfg)  # before any model is loaded
     out_dir = Path(cfg["output_dir"])
@@ -235,6 +238,11 @@ def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = Non
     (out_dir / "semcal_train.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     dataset = train_dataset if train_dataset is not None else build_dataset(cfg)
     model, tok, base_path = load_model(cfg)
+    if (cfg.get("warmup_sft") or {}).get("enabled"):
+        from trainers.warmup import run_warmup
+
+        model = run_warmup(cfg, model, tok, dataset)  # rlcr/rd: learn the format before GRPO
+        tok.padding_side = "left"
     # the newline ends a rollout (csr/rlvr) on the transformers and the vLLM path alike
     restore = apply_rollout_stops(cfg, args, model, tok)
     funcs = reward_funcs if reward_funcs is not None else build_reward_funcs(cfg)[0]

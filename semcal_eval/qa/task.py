@@ -34,7 +34,7 @@ from semcal_eval.harness.base import check_aggregations, process_results_marker
 from .agreement import score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
 from .judges import JUDGES, get_judge
-from .verbalized import parse_rlcr, parse_verbalized
+from .verbalized import RD_BINS, parse_rd, parse_rlcr, parse_verbalized
 
 __all__ = [
     "QA_DEFAULTS",
@@ -75,9 +75,10 @@ _RECORD_FIELDS = {
     "agreement": ("conf", "correct", "em", "conf_entropy"),
     "verbalized": ("conf", "correct", "em", "conf_parsed"),
     "rlcr": ("conf", "correct", "em", "conf_parsed"),
+    "rd": ("conf", "correct", "em", "conf_parsed"),  # Rewarding Doubt: integer confidence 0–10, read as c/10
 }
 #: The modes with one greedy answer and a stated confidence (no samples, one VerbalizedFilter).
-_STATED = ("verbalized", "rlcr")
+_STATED = ("verbalized", "rlcr", "rd")
 
 
 def qa_settings(metadata: dict | None) -> dict:
@@ -236,8 +237,10 @@ class VerbalizedFilter(Filter):
     :func:`~semcal_eval.qa.verbalized.parse_rlcr`, the parser of the RLCR rewards (same answer and confidence),
     and the record also logs ``format_ok``, RLCR's format term."""
 
-    def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, rlcr: bool = False, **_):
+    def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, rlcr: bool = False,
+                 rd: bool = False, **_):
         self.threshold, self.missing, self.rlcr = float(threshold), float(missing_confidence), bool(rlcr)
+        self.rd = bool(rd)  # mode rd: parse_rd, the parser of the RD reward (confidence bin c → c / 10)
 
     def apply(self, resps, docs):
         out = []
@@ -245,6 +248,9 @@ class VerbalizedFilter(Filter):
             fmt = None
             if self.rlcr:
                 fmt, answer, conf = parse_rlcr(r[0])
+            elif self.rd:
+                fmt, answer, conf = parse_rd(r[0])
+                conf = None if conf is None else conf / RD_BINS
             else:
                 answer, conf = parse_verbalized(r[0])
             f1 = best_f1(answer, doc["qa_golds"])
@@ -317,7 +323,8 @@ class QATask(ConfigurableTask):
         if s["mode"] in _STATED:
             return [{"name": s["mode"], "filter": [{
                 "function": VerbalizedFilter, "threshold": s["correct_threshold"],
-                "missing_confidence": s["missing_confidence"], "rlcr": s["mode"] == "rlcr"}]}]
+                "missing_confidence": s["missing_confidence"], "rlcr": s["mode"] == "rlcr",
+                "rd": s["mode"] == "rd"}]}]
         if s["judges"] is not None:
             filter_list = [{"name": f"judge_{'embed' if j == 'embedding' else j}",
                             "filter": [{"function": JudgeFilter, "judge": j}]} for j in s["judges"]]

@@ -13,7 +13,7 @@ import re
 
 from .answers import clean_answer
 
-__all__ = ["RLCR_TAGS", "parse_verbalized", "parse_rlcr"]
+__all__ = ["RLCR_TAGS", "parse_verbalized", "parse_rlcr", "RD_SYSTEM_PROMPT", "RD_BINS", "rd_prompt", "parse_rd"]
 
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+))\s*(%?)"
 _CONF_TAG = re.compile(r"<confidence>\s*" + _NUM + r"\s*</confidence>", re.I)
@@ -101,3 +101,62 @@ def parse_rlcr(text: str | None) -> tuple[bool, str, float | None]:
     tags_once = all(text.count(f"<{t}>") == 1 and text.count(f"</{t}>") == 1 for t in RLCR_TAGS)
     ok = bool(_RLCR_FORMAT.match(text)) and tags_once and conf is not None
     return ok, answer, conf
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Rewarding Doubt (Stangel, Bani-Harouni, Pellegrini et al., arXiv 2503.02623): integer confidence 0–10
+
+#: RD's instructions for open questions (the paper's single-answer "open" prompt, restated): an answer and an
+#: integer confidence 0–10, as ``Answer: <answer>, Confidence: <confidence>`` and nothing else. The one copy:
+#: the RD training prompt (``trainers``) and the ``*_rd`` evaluation tasks read it from here.
+RD_SYSTEM_PROMPT = (
+    "You will get questions. Answer with the correct answer. Additionally provide a confidence between "
+    "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, of how sure you are the answer is correct. A value close to 0 means you "
+    "think there is a high probability that the answer is wrong. The closer the value is to 10, the higher you "
+    "think is the probability that the answer is correct. The output should have the format "
+    "'Answer: <answer>, Confidence: <confidence>' and nothing else."
+)
+RD_BINS = 10  # confidence c ∈ {0, …, 10}; the probability is c / 10
+
+_RD = re.compile(r"(?:^|\b)answer\s*:\s*(?P<answer>.*?)\s*[,;]?\s*confidence\s*:\s*(?P<conf>[-+]?\d+(?:\.\d+)?)",
+                 re.I | re.S)
+_RD_FULL = re.compile(r"^\s*Answer:\s*(?P<answer>[^\n]*?)\s*,\s*Confidence:\s*(?P<conf>\d+)\s*\.?\s*$")
+
+
+def rd_prompt(question: str) -> str:
+    """The plain-text RD prompt: :data:`RD_SYSTEM_PROMPT`, a blank line, ``Question: <question>`` and a newline
+    (the model writes ``Answer: …, Confidence: …``).
+
+    >>> rd_prompt(" Who wrote Emma? ").endswith("and nothing else.\\n\\nQuestion: Who wrote Emma?\\n")
+    True
+    """
+    return f"{RD_SYSTEM_PROMPT}\n\nQuestion: {str(question).strip()}\n"
+
+
+def parse_rd(text: str | None) -> tuple[bool, str, int | None]:
+    """Parse an RD completion into ``(format_ok, answer, confidence bin or None)``.
+
+    The first ``Answer: <a>[,] Confidence: <c>`` (case-insensitive, anywhere, as the paper's regex search) gives
+    the answer and c; c must be an integer in 0..10 — a decimal ("7.5"), a percentage-like 80 or a negative
+    number gives None, never a rounded guess. Without that pattern the answer is the first line with an
+    ``Answer:`` prefix removed and c is None. ``format_ok``: the whole text is exactly
+    ``Answer: <a>, Confidence: <c>`` (an optional final period) with c parsed.
+
+    >>> parse_rd("Answer: Paris, Confidence: 8")
+    (True, 'Paris', 8)
+    >>> parse_rd("answer: Paris confidence: 8\\nQuestion: next")
+    (False, 'Paris', 8)
+    >>> parse_rd("Answer: Paris, Confidence: 80")
+    (False, 'Paris', None)
+    >>> parse_rd("Paris")
+    (False, 'Paris', None)
+    """
+    text = text or ""
+    m = _RD.search(text)
+    if m is None:
+        return False, clean_answer(_ANSWER_PREFIX.sub("", text.strip())), None
+    answer = " ".join(m.group("answer").split())
+    raw = m.group("conf")
+    conf = int(raw) if re.fullmatch(r"\+?\d+", raw) and 0 <= int(raw) <= RD_BINS else None
+    full = _RD_FULL.match(text)
+    return bool(full) and conf is not None, answer, conf

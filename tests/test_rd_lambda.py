@@ -1,0 +1,90 @@
+"""Issue 22, item 2: λ(t) schedules in every generation batch at the shipped configs' batch sizes.
+
+Advantages are TRL 1.16's (tests/test_reward_lab.py::trl_reference, TRL's own ``nanstd``) of the rewards the real
+``build_reward_funcs`` returns for csr.yaml / rlvr.yaml, on one generation batch of csr.yaml's size
+(per_device_train_batch_size × steps_per_generation = 8 × 4 = 32 completions = 4 prompts × K = 8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tests.test_reward_lab import trl_reference
+from trainers import config as tcfg
+from trainers.train import build_reward_funcs
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = [("Capital of France?", ["Paris"]), ("Largest US city?", ["New York", "NYC"]),
+             ("Author of Emma?", ["Jane Austen"]), ("Red planet?", ["Mars"])]
+WRONG = {0: ["Lyon"] * 5 + ["Nice", "Rome", ""], 1: ["Chicago"] * 3 + ["Boston"] * 3 + ["LA", "Houston"],
+         2: ["Charlotte Bronte"] * 8, 3: ["Venus", "Jupiter", "Saturn", "Venus", "Venus", "Pluto", "Moon", "Sun"]}
+RIGHT = {0: ["Paris"] * 8, 1: ["NYC"] * 6 + ["New York"] * 2, 2: ["Jane Austen"] * 7 + ["Austen"],
+         3: ["Mars"] * 6 + ["mars.", "Mars!"]}
+
+
+def _batch(kind: str):
+    comps, prompts, answers, questions = [], [], [], []
+    for i, (q, g) in enumerate(QUESTIONS):
+        if kind == "wrong":
+            c = WRONG[i]
+        elif kind == "right":
+            c = RIGHT[i]
+        else:  # mixed: half of each
+            c = RIGHT[i][:4] + WRONG[i][:4]
+        comps += c
+        prompts += [f"Q: {q}\nA:"] * 8
+        answers += [g] * 8
+        questions += [q] * 8
+    return prompts, comps, dict(answers=answers, question=questions)
+
+
+def _cfg(name: str, *over: str) -> dict:
+    return tcfg.load_config(ROOT / f"trainers/configs/{name}.yaml", list(over))
+
+
+def _adv(cfg: dict, kind: str, step: int) -> np.ndarray:
+    funcs, weights = build_reward_funcs(cfg)
+    prompts, comps, cols = _batch(kind)
+    st = SimpleNamespace(global_step=step, max_steps=cfg["grpo"]["max_steps"])
+    rpf = np.array([f(prompts, comps, None, st, **cols) for f in funcs], dtype=float).T
+    return trl_reference(rpf, weights, cfg["grpo"]["num_generations"], cfg["grpo"]["scale_rewards"])
+
+
+def test_generation_batch_is_the_configs():
+    from trl import GRPOConfig
+
+    g = _cfg("csr")["grpo"]
+    args = GRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to=[], activation_checkpointing=False,
+                      num_generations=g["num_generations"], per_device_train_batch_size=g["per_device_train_batch_size"],
+                      gradient_accumulation_steps=g["gradient_accumulation_steps"])
+    assert args.generation_batch_size == len(_batch("mixed")[1]) == 32
+
+
+@pytest.mark.parametrize("kind", ["wrong", "right", "mixed"])
+def test_csr_equals_rlvr_at_lambda_zero_and_grows_with_lambda(kind):
+    csr, rlvr = _cfg("csr"), _cfg("rlvr")
+    assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
+    base = _adv(rlvr, kind, 0)
+    assert np.abs(_adv(csr, kind, 0) - base).max() <= 1e-6  # λ(0) = 0
+    steps = [1, 50, 250, 500]  # λ = ½·t: 0.001, 0.05, 0.25, 0.5
+    dev = [np.abs(_adv(csr, kind, s) - base).max() for s in steps]
+    assert all(b > a for a, b in zip(dev, dev[1:])), dev
+    lams = np.array(steps) / 500 * 0.5
+    # unscaled: the calibration part of the advantage is exactly λ·(r_cal − group mean), linear in λ
+    assert np.array(dev) / lams == pytest.approx([dev[-1] / lams[-1]] * 4, rel=1e-4)
+    assert dev[0] < 0.01  # λ = 0.001 moves nothing by more than 1 %
+
+
+def test_batch_scaling_cancels_lambda_in_an_all_wrong_batch():
+    """The issue's finding, kept as the reason for the default: with scale_rewards: batch, λ = 0.001 already
+    gives O(1) advantages in an all-wrong batch, about as large as λ = ½."""
+    csr = _cfg("csr", "grpo.scale_rewards=batch")
+    small, full = np.abs(_adv(csr, "wrong", 1)).max(), np.abs(_adv(csr, "wrong", 500)).max()
+    assert small > 0.3 and full / small < 3
+    # the default scaling: 500× smaller λ, 500× smaller advantages
+    csr = _cfg("csr")
+    small, full = np.abs(_adv(csr, "wrong", 1)).max(), np.abs(_adv(csr, "wrong", 500)).max()
+    assert full / small == pytest.approx(500, rel=1e-3)

@@ -1,0 +1,348 @@
+"""Policy lab: GRPO on a policy with shared parameters, trained on some questions and scored on held-out ones.
+
+Closer to a GRPO run on a language model than the tabular lab (:mod:`trainers.reward_lab`), at the same cost
+(~1 minute for 20 seeds on 2 cores):
+
+* **World** (:func:`make_world`). N questions; each has W + 1 meanings (0 = correct, 1..W wrong) written in F
+  surface *forms* shared by every meaning — the base string, a paraphrase, and (``adversaries=True``) the tricks
+  of :mod:`trainers.adversaries`: random-word suffixes of 1, 3 and 5 words (for the correct meaning: the gold
+  with chatter), the question repeated before the answer, upper case, punctuation — plus the empty answer.
+  The *base model* is a fixed prior θ0[q, a] (the knowledge of a small LM: probability of the correct meaning
+  spread over [0, 0.9], wrong mass on one or a few wrong answers, 10 % of each meaning on its trick forms).
+  Each meaning also carries an *evidence* score e ~ N(μ·[correct], 1), a feature the policy can learn to trust.
+* **Policy** with shared parameters: logit(q, a) = τ_b·θ0[q, a] + v_b·e[q, a] + w_{b, form(a)}, b = the
+  question's bucket of base confidence (4 buckets). τ sharpens or flattens (confidence), v trades prior for
+  evidence (accuracy), w prefers surface forms (tricks). Nothing is specific to one question, so what is
+  learnt on the training questions is what shows on the held-out ones.
+* **GRPO** as TRL 1.16 runs csr.yaml on one GPU: each step draws 4 training questions × K = 8 rollouts (the
+  generation batch of csr.yaml), scores them with the trainer's reward code (correctness, judge agreement and
+  word overlap of the real candidate strings through :func:`trainers.rewards.judged_answers`,
+  ``semcal_eval.qa.agreement_matrix`` and :func:`trainers.answer_match.overlap_matrix`, then
+  :func:`trainers.rewards.group_calibration_scores` and :func:`trainers.rewards.lambda_at`), forms TRL's
+  advantages (:func:`trainers.reward_lab.grpo_advantages`) and takes an Adam step on the mean of
+  A_j·∇ log π(a_j); 500 steps, λ linear 0 → ½ (csr.yaml).
+* **Truth** is the candidates' meaning, never the policy's judge: on held-out questions the answer is the greedy
+  string, correct iff its meaning is 0; its confidence is the share of 10 samples with the greedy answer's
+  *meaning* (an empty answer agrees with nothing). Reported: accuracy, ECE (15 bins), Brier, AUROC, and
+  ``trick`` — the probability of the trick forms on wrong meanings (a trick that pays grows it).
+
+Not modelled: token-level generation and credit assignment, answers outside the candidate list, a judge that
+makes mistakes on real paraphrases, the KL term, learning-rate schedules, LoRA, sampling temperature; the base
+model's knowledge (θ0, e) is fixed, so accuracy moves only through the shared evidence weight.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import numpy as np
+
+from semcal_eval import qa
+from semcal_eval.core import metrics as M
+from semcal_eval.qa.judges import get_judge
+from trainers import rewards as R
+from trainers.answer_match import overlap_matrix
+from trainers.reward_lab import grpo_advantages
+
+__all__ = ["LabDesign", "PolicyWorld", "make_world", "train", "evaluate", "run", "summarise", "DESIGNS", "CHOSEN"]
+
+BASE_FORMS = ("base", "para")
+TRICK_FORMS = ("suffix_1", "suffix_3", "suffix_5", "question_before", "upper", "punct")
+N_BUCKETS = 4
+BUCKET_EDGES = (0.25, 0.5, 0.75)  # base confidence (largest meaning mass) buckets
+
+
+@dataclass(frozen=True)
+class LabDesign:
+    """A reward design: ``method`` rlvr or csr; ``match`` span (default) or line; TRL's ``scale_rewards``."""
+
+    name: str
+    method: str = "csr"
+    match: str = R.DEFAULT_MATCH
+    scale_rewards: str = "none"
+    lambda_schedule: str = "linear"
+    lambda_max: float = R.DEFAULT_LAMBDA_MAX
+
+    @property
+    def weights(self) -> list[float]:
+        return [1.0] if self.method == "rlvr" else [1.0, 1.0]
+
+
+CHOSEN = LabDesign("CSR chosen: span match, scale none")
+RLVR = LabDesign("RLVR (scale none)", method="rlvr")
+BEFORE = LabDesign("CSR before issue 22: line match, scale batch", match="line", scale_rewards="batch")
+DESIGNS = [
+    RLVR,
+    LabDesign("RLVR (scale batch)", method="rlvr", scale_rewards="batch"),
+    BEFORE,
+    LabDesign("  line match, scale none", match="line"),
+    LabDesign("  span match, scale batch", scale_rewards="batch"),
+    CHOSEN,
+    LabDesign("  chosen, λ ≡ ½", lambda_schedule="constant"),
+]
+
+
+@dataclass
+class PolicyWorld:
+    questions: list[str]
+    golds: list[list[str]]
+    candidates: list[list[str]]
+    meaning: np.ndarray  # M: 0 correct, 1..W wrong, −1 empty
+    form: np.ndarray  # M: index into forms (empty: len(forms))
+    forms: tuple[str, ...]
+    theta0: np.ndarray  # N×M
+    evidence: np.ndarray  # N×M
+    bucket: np.ndarray  # N
+    judged: dict = field(repr=False)  # match → (y M, A M×M strict, Aw M×M or None, empty M)
+
+    @property
+    def trick(self) -> np.ndarray:
+        return np.isin(self.form, [self.forms.index(f) for f in TRICK_FORMS if f in self.forms])
+
+
+def _strings(q: int, W: int, forms: tuple[str, ...]) -> tuple[list[str], list[int], list[int], str]:
+    question = f"Which thing{q} is the topic{q}?"
+    cands, meaning, form = [], [], []
+    for m in range(W + 1):
+        base = f"gold{q}" if m == 0 else f"wrong{q}x{m}"
+        for fi, f in enumerate(forms):
+            if f == "base":
+                s = base
+            elif f == "para":
+                s = f"{base} aka{q}x{m}"
+            elif f.startswith("suffix_"):
+                n = int(f.split("_")[1])
+                # the correct meaning's suffix forms are the gold with chatter; every word unique to (q, m)
+                s = base + " " + " ".join(f"pad{q}x{m}x{t}" for t in range(n))
+            elif f == "question_before":
+                s = f"{question} {base}"
+            elif f == "upper":
+                s = base.upper()
+            else:
+                s = f'"{base}"!'
+            cands.append(s)
+            meaning.append(m)
+            form.append(fi)
+    cands.append("")
+    meaning.append(-1)
+    form.append(len(forms))
+    return cands, meaning, form, question
+
+
+def _judge_world(question: str, cands: list[str], gold: list[str], match: str):
+    """What the trainer's reward code says about every candidate: correctness, the judge's agreement of the
+    judged answers, the overlap matrix (span) and emptiness — as trainers.rewards.calibration_reward reads them."""
+    jd = get_judge("f1")
+    n = len(cands)
+    judged = R.judged_answers(cands, [question] * n, [gold] * n, match)
+    y = np.asarray(R.correctness([question] * n, judged, [gold] * n, jd), float)
+    A = np.asarray(qa.agreement_matrix(question, judged, jd), float)
+    Aw = np.maximum(overlap_matrix(cands, question), A).astype(float) if match == "span" else None
+    empty = np.array([not j.strip() for j in judged])
+    return y, A, Aw, empty
+
+
+def make_world(n_questions: int = 400, seed: int = 0, n_wrong: int = 6, adversaries: bool = True,
+               evidence_mu: float = 1.0, acc_max: float = 0.9, acc_power: float = 3.0,
+               empty_mass: float = 0.03) -> PolicyWorld:
+    """N questions with base priors θ0, evidence and confidence buckets (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    forms = BASE_FORMS + (TRICK_FORMS if adversaries else ())
+    qs, golds, cands, theta, ev = [], [], [], [], []
+    meaning = form = None
+    judged: dict = {}
+    for q in range(n_questions):
+        c, mn, fm, question = _strings(q, n_wrong, forms)
+        meaning, form = np.asarray(mn), np.asarray(fm)
+        qs.append(question)
+        golds.append([c[0]])
+        cands.append(c)
+        # the word pattern is the same for every question: judge one, check two more
+        if q in (0, n_questions // 2, n_questions - 1):
+            for match in R.MATCHES:
+                got = _judge_world(question, c, [c[0]], match)
+                if match in judged:
+                    for a, b in zip(got, judged[match]):
+                        if not (a is None and b is None) and not np.array_equal(a, b):
+                            raise AssertionError("the judge treats two lab questions differently; check _strings")
+                else:
+                    judged[match] = got
+        a = acc_max * rng.uniform() ** acc_power
+        alpha = math.exp(rng.uniform(math.log(0.03), 0.0))
+        mm = np.concatenate([[a], (1 - a - empty_mass) * rng.dirichlet(np.full(n_wrong, alpha))])
+        share = np.array([0.6, 0.3] + ([0.1 / len(TRICK_FORMS)] * len(TRICK_FORMS) if adversaries else []))
+        share = share / share.sum()
+        mass = np.zeros(len(c))
+        for m in range(n_wrong + 1):
+            mass[meaning == m] = mm[m] * share
+        mass[-1] = empty_mass
+        theta.append(np.log(np.maximum(mass, 1e-12)))
+        e = rng.normal(size=n_wrong + 1)
+        e[0] += evidence_mu
+        ev.append(np.append(e[meaning[:-1]], 0.0))
+    truth = (meaning == 0).astype(float)
+    if not np.array_equal(judged["span"][0], truth):
+        raise AssertionError("span matching must find every correct form (gold with chatter included) correct")
+    theta = np.asarray(theta)
+    p0 = np.exp(theta)
+    top = np.stack([(p0 * (meaning == m)).sum(axis=1) for m in range(n_wrong + 1)], axis=1).max(axis=1)
+    return PolicyWorld(qs, golds, cands, meaning, form, forms, theta, np.asarray(ev),
+                       np.digitize(top, BUCKET_EDGES), judged)
+
+
+def _logits(world: PolicyWorld, params: dict, rows: np.ndarray) -> np.ndarray:
+    b = world.bucket[rows]
+    return (params["tau"][b, None] * world.theta0[rows] + params["v"][b, None] * world.evidence[rows]
+            + params["w"][b][:, world.form])
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def _sample(pi: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    u = rng.random((pi.shape[0], k))
+    return np.minimum((np.cumsum(pi, axis=1)[:, None, :] < u[:, :, None]).sum(axis=2), pi.shape[1] - 1)
+
+
+def group_rewards(world: PolicyWorld, design: LabDesign, idx: np.ndarray, step: int, max_steps: int) -> np.ndarray:
+    """Reward functions' outputs for rollouts ``idx`` (G×K candidate indices): (G·K)×F, as the trainer's."""
+    y_all, A_all, Aw_all, e_all = world.judged[design.match]
+    y = y_all[idx]
+    if design.method == "rlvr":
+        return y.reshape(-1, 1)
+    A = A_all[idx[:, :, None], idx[:, None, :]]
+    Aw = None if Aw_all is None else Aw_all[idx[:, :, None], idx[:, None, :]]
+    r_cal, _ = R.group_calibration_scores(A, y, R.DEFAULT_EPS, R.DEFAULT_READING, empty=e_all[idx], agreement_wrong=Aw)
+    lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.lambda_schedule, design.lambda_max)
+    return np.stack([y.reshape(-1), lam * r_cal.reshape(-1)], axis=1)
+
+
+def init_params(world: PolicyWorld) -> dict:
+    return {"tau": np.ones(N_BUCKETS), "v": np.zeros(N_BUCKETS), "w": np.zeros((N_BUCKETS, len(world.forms) + 1))}
+
+
+def train(world: PolicyWorld, design: LabDesign, train_rows: np.ndarray, steps: int = 500, prompts: int = 4,
+          K: int = 8, lr: float = 0.02, seed: int = 0) -> dict:
+    """``steps`` GRPO steps of ``prompts`` training questions × K rollouts; Adam on the shared parameters."""
+    rng = np.random.default_rng(seed)
+    params = init_params(world)
+    m1 = {k: np.zeros_like(v) for k, v in params.items()}
+    m2 = {k: np.zeros_like(v) for k, v in params.items()}
+    nF = len(world.forms) + 1
+    for step in range(steps):
+        rows = rng.choice(train_rows, size=prompts, replace=False)
+        pi = _softmax(_logits(world, params, rows))
+        idx = _sample(pi, K, rng)
+        adv = grpo_advantages(group_rewards(world, design, idx, step, steps), K, design.weights,
+                              design.scale_rewards).reshape(prompts, K)
+        b = world.bucket[rows]
+        th, ev = world.theta0[rows], world.evidence[rows]
+        r_ = np.arange(prompts)[:, None]
+        # ∇ log π(a) = φ(a) − E_π φ for each feature φ (θ0, evidence, form one-hot)
+        d_tau = th[r_, idx] - (pi * th).sum(axis=1, keepdims=True)
+        d_v = ev[r_, idx] - (pi * ev).sum(axis=1, keepdims=True)
+        fpi = np.zeros((prompts, nF))
+        np.add.at(fpi, (np.repeat(np.arange(prompts), pi.shape[1]), np.tile(world.form, prompts)), pi.ravel())
+        d_w = np.eye(nF)[world.form[idx]] - fpi[:, None, :]
+        scale = 1.0 / (prompts * K)
+        grads = {"tau": np.zeros(N_BUCKETS), "v": np.zeros(N_BUCKETS), "w": np.zeros((N_BUCKETS, nF))}
+        np.add.at(grads["tau"], b, (adv * d_tau).sum(axis=1) * scale)
+        np.add.at(grads["v"], b, (adv * d_v).sum(axis=1) * scale)
+        np.add.at(grads["w"], b, (adv[:, :, None] * d_w).sum(axis=1) * scale)
+        t = step + 1
+        for k in params:  # Adam (β = 0.9, 0.999), gradient ascent
+            m1[k] = 0.9 * m1[k] + 0.1 * grads[k]
+            m2[k] = 0.999 * m2[k] + 0.001 * grads[k] ** 2
+            params[k] = params[k] + lr * (m1[k] / (1 - 0.9**t)) / (np.sqrt(m2[k] / (1 - 0.999**t)) + 1e-8)
+    return params
+
+
+def evaluate(world: PolicyWorld, params: dict, rows: np.ndarray, samples: int = 10, seed: int = 0) -> dict:
+    """Held-out metrics by true meaning: greedy answer, confidence = share of samples with its meaning."""
+    pi = _softmax(_logits(world, params, rows))
+    g = pi.argmax(axis=1)
+    mg = world.meaning[g]
+    correct = (mg == 0).astype(float)
+    smp = _sample(pi, samples, np.random.default_rng(seed))
+    conf = ((world.meaning[smp] == mg[:, None]) & (mg[:, None] >= 0)).mean(axis=1)
+    wrong_trick = world.trick & (world.meaning > 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", M.SemcalMetricWarning)
+        auroc = M.auroc_confidence(conf, correct)
+    return {"acc": float(correct.mean()), "ece": M.ece(conf, correct, 15), "brier": M.brier_confidence(conf, correct),
+            "auroc": auroc, "trick": float((pi * wrong_trick).sum(axis=1).mean()),
+            "empty": float(pi[:, -1].mean())}
+
+
+def run(designs=None, seeds=tuple(range(20)), n_questions: int = 400, adversaries: bool = True, steps: int = 500,
+        lr: float = 0.02) -> dict:
+    """Every design on the same worlds (paired by seed); half the questions train, half are held out."""
+    designs = DESIGNS if designs is None else designs
+    out: dict = {"initial": []}
+    for d in designs:
+        out[d.name] = []
+    t0 = time.perf_counter()
+    for s in seeds:
+        world = make_world(n_questions, seed=s, adversaries=adversaries)
+        perm = np.random.default_rng(10_000 + s).permutation(n_questions)
+        tr, te = perm[: n_questions // 2], perm[n_questions // 2 :]
+        out["initial"].append(evaluate(world, init_params(world), te, seed=20_000 + s))
+        for d in designs:
+            p = train(world, d, tr, steps=steps, lr=lr, seed=30_000 + s)
+            out[d.name].append(evaluate(world, p, te, seed=20_000 + s))
+    out["_meta"] = {"seconds": time.perf_counter() - t0, "seeds": list(seeds), "n_questions": n_questions,
+                    "adversaries": adversaries, "steps": steps, "lr": lr}
+    return out
+
+
+def _t95(n: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, n - 1)) if n > 1 else float("nan")
+
+
+def summarise(res: dict, ref: str = RLVR.name) -> list[dict]:
+    """Per design: mean and 95 % t-interval (over seeds) of each metric; paired against ``ref``: Δacc and the
+    ECE ratio (mean ECE / mean ECE of ref) with the worst seed of each; Δtrick = trick mass − ref's."""
+    rows = []
+    base = res[ref]
+    for name, runs in res.items():
+        if name.startswith("_"):
+            continue
+        n = len(runs)
+        row = {"design": name, "n": n}
+        for k in runs[0]:
+            a = np.array([r[k] for r in runs], float)
+            mu, sd = float(np.nanmean(a)), float(np.nanstd(a, ddof=1)) if n > 1 else 0.0
+            row[k] = (mu, _t95(n) * sd / math.sqrt(n))
+        dacc = np.array([r["acc"] - b["acc"] for r, b in zip(runs, base)])
+        ratio = np.array([r["ece"] / b["ece"] if b["ece"] > 0 else np.nan for r, b in zip(runs, base)])
+        row["dacc"] = (float(dacc.mean()), _t95(n) * float(dacc.std(ddof=1)) / math.sqrt(n), float(dacc.min()))
+        row["ece_ratio"] = (float(np.mean([r["ece"] for r in runs]) / np.mean([b["ece"] for b in base])),
+                            float(np.nanmax(ratio)))
+        row["dtrick"] = float(np.mean([r["trick"] - b["trick"] for r, b in zip(runs, base)]))
+        rows.append(row)
+    return rows
+
+
+def passes(row: dict) -> bool:
+    """Issue 22's criteria: accuracy within 2 points of RLVR, ECE ≤ 0.6× RLVR's, no trick grown beyond RLVR's."""
+    return row["dacc"][0] >= -0.02 and row["ece_ratio"][0] <= 0.6 and row["dtrick"] <= 0.005
+
+
+def format_table(rows: list[dict]) -> str:
+    head = "| design | acc | ECE | Brier | AUROC | trick mass | Δacc vs RLVR (worst seed) | ECE ratio (worst seed) | passes |"
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        f = lambda k: f"{r[k][0]:.3f} ± {r[k][1]:.3f}"  # noqa: E731
+        lines.append(f"| {r['design']} | {f('acc')} | {f('ece')} | {f('brier')} | {f('auroc')} | {f('trick')} | "
+                     f"{r['dacc'][0]:+.3f} ± {r['dacc'][1]:.3f} ({r['dacc'][2]:+.3f}) | "
+                     f"{r['ece_ratio'][0]:.2f} ({r['ece_ratio'][1]:.2f}) | "
+                     f"{('yes' if passes(r) else 'no') if not r['design'].startswith(('RLVR', 'initial')) else ''} |")
+    return "\n".join(lines)
