@@ -319,6 +319,10 @@ def _dispatch(con, args, db_path) -> int:
     if args.cmd == "render":
         from .site import render
 
+        out = args.out.resolve()
+        if Path(db_path).resolve().is_relative_to(out):
+            raise SubmissionError(f"--db {db_path} is inside --out {args.out}: the database holds the spot-check "
+                                  "secret and must never be in the served site folder; move it elsewhere")
         stats = render(db.load_entries(con), args.out)
         print(f"rendered {stats['rows']} rows, {stats['pages']} entry pages into {args.out}/index.html")
         return 0

@@ -153,6 +153,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
         con.execute("BEGIN IMMEDIATE")
         for col in ("submitter", "model_id", "revision", "label"):
             con.execute(f"ALTER TABLE submissions ADD COLUMN {col} TEXT NOT NULL DEFAULT ''")
+        _backfill_identity(con)
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         con.execute("COMMIT")
         row = (str(SCHEMA_VERSION),)
@@ -169,6 +170,23 @@ def connect(path: str | Path) -> sqlite3.Connection:
     con.executescript(_SCHEMA)
     con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     return con
+
+
+def _backfill_identity(con: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: each stored submission gets its identity from its own model_args (the name it was
+    submitted under becomes its label); verified entries belong to the board, the others to nobody
+    (``anonymous``: each its own identity, so none can replace another)."""
+    from . import names
+
+    for sid, name, tier, margs, prov in con.execute(
+            "SELECT id, model_name, tier, model_args, provenance FROM submissions").fetchall():
+        p = _stored_json(prov) or {}
+        model_args = margs or ((p.get("config") or {}).get("model_args") if isinstance(p, dict) else None)
+        model_id, revision, derived = model_identity(model_args)
+        shown = derived if name == derived else f"{derived} ({name})"
+        con.execute("UPDATE submissions SET submitter = ?, model_id = ?, revision = ?, label = ?, model_name = ? "
+                    "WHERE id = ?", ("board" if tier == "verified" else "anonymous", model_id, revision, name,
+                                     shown[:names.MAX_MODEL_NAME], sid))
 
 
 def _near_duplicate(con: sqlite3.Connection, sub: Submission) -> int | None:
@@ -242,8 +260,8 @@ def model_identity(model_args: str | dict | None) -> tuple[str, str, str]:
     if name is not None and name in CATALOGUE:
         entry = CATALOGUE[name]
         return PREFIX + name, rev or entry.key.rsplit("-", 1)[-1], entry.hf_name
-    if claim.startswith(("/", ".", "~")):
-        return claim[:200], rev, base[:200] or claim[:200]
+    if claim.startswith(("/", ".", "~")):  # a local folder: its last two components (run/checkpoint)
+        return claim[:200], rev, "/".join(claim.rstrip("/").split("/")[-2:])[:200] or claim[:200]
     return claim[:200], rev, claim[:200]
 
 

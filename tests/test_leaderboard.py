@@ -622,7 +622,9 @@ def test_committed_snapshot_holds_only_verified_entries():
     from leaderboards import db as DB
 
     snap = REPO / "leaderboards" / "snapshot"
-    con = sqlite3.connect(f"file:{snap / 'board.sqlite'}?mode=ro", uri=True)
+    # issue 25: the database (it would hold the spot-check secret) lives outside the served site folder
+    assert not list(snap.glob("*.sqlite*"))
+    con = sqlite3.connect(f"file:{REPO / 'leaderboards' / 'snapshot.sqlite'}?mode=ro", uri=True)
     try:
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(DB.SCHEMA_VERSION)
         tiers = con.execute("SELECT id, model_name, tier FROM submissions").fetchall()
