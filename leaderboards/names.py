@@ -33,8 +33,8 @@ MAX_COMBINING_RUN = 3
 def check_looks(n: str, what: str) -> str:
     """Refuse a name that renders blank, stacks more than MAX_COMBINING_RUN combining marks on one character,
     starts with a combining mark, or mixes scripts confusably (``confusable_homoglyphs.is_dangerous``: mixed
-    scripts AND a character that looks like one of another script, e.g. a Cyrillic "а" in "pаypal"; "模型 v2"
-    mixes scripts without confusables and is kept)."""
+    scripts within one word AND a character that looks like one of another script, e.g. a Cyrillic "а" in
+    "pаypal"; "模型 v2" mixes scripts across words and is kept)."""
     from confusable_homoglyphs import confusables
 
     if not any(unicodedata.category(c)[0] in "LNPS" and c not in _BLANK_LOOKING for c in n):
@@ -49,7 +49,8 @@ def check_looks(n: str, what: str) -> str:
                     f"at position {i} (U+{ord(c):04X}); use plain characters")
         else:
             run = 0
-    if confusables.is_dangerous(n):
+    # per word: "pаypal-7b" mixes scripts inside a word; "模型 v2" is two one-script words and is kept
+    if any(confusables.is_dangerous(w) for w in re.split(r"[\s\-_./:()\[\],+]+", n) if w):
         raise SubmissionError(
             f"{what} {n[:40]!r} mixes scripts with look-alike characters (e.g. a Cyrillic letter in a Latin "
             "name); write it in one script")

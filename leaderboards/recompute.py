@@ -437,6 +437,30 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
     return filters
 
 
+#: Run metadata keys that set how documents are scored, never which documents the split holds (semsoft
+#: hyper-parameters, recalibration switches, provenance lm-eval adds). Any other key may select documents.
+SCORING_METADATA = frozenset({"version", "semsoft", "pretrained", "dtype", "split", "recalibrate",
+                              "reference_predictors", "tune", "tune_grid", "tau", "top_k", "label_embedding",
+                              "config_source", "tune_by", "soft_field", "judge", "k", "n_samples", "temperature",
+                              "max_gen_toks", "data_dir"})
+
+
+def _document_subset(task, root, metadata, docs: TaskDocs, data_dir, where) -> tuple[dict, int] | None:
+    """``(selecting metadata, size of the unselected split)`` when the run's metadata selects other documents
+    than the board's split with no extra metadata (``band: [0.75, 0.8]``), else None. Loads the split a second
+    time only when the metadata holds a key outside :data:`SCORING_METADATA`."""
+    if not isinstance(metadata, dict):
+        return None
+    extra = {k: metadata[k] for k in sorted(metadata) if isinstance(k, str) and k not in SCORING_METADATA}
+    if not extra:
+        return None
+    base = {"split": metadata["split"]} if isinstance(metadata.get("split"), str) else {}
+    default = load_task_docs(task, root, base, data_dir=data_dir, where=where)
+    same = default.n_split == docs.n_split and all(default.doc_hash(i) == docs.doc_hash(i)
+                                                    for i in range(docs.n_split))
+    return None if same else (extra, default.n_split)
+
+
 def _gold_key(g) -> tuple:
     if isinstance(g, (list, tuple)):
         try:
@@ -547,6 +571,11 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
         if effective == 0:
             raise SubmissionError(f"{rp}: task {task} evaluated no document")
         coverage = "full" if effective == n_split else "partial"
+        subset = _document_subset(task, root, tcfg.get("metadata"), docs, data_dir, rp)
+        if subset is not None:
+            # metadata that changes which documents the split holds (Civil Comments' band, subsets, filters):
+            # never a full run, and hashed into the document set so it is ranked only with the same selection
+            coverage, n_split = "partial", subset[1]
 
         # reported metrics of this task, keyed by filter (known before the samples are read)
         reported: dict[str, dict[str, float]] = {}
@@ -575,7 +604,8 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
             if f not in filters:
                 raise SubmissionError(f"{rp}: {task} reports filter {f[:40]!r} but the samples have no row of it")
         doc_ids = list(range(effective))
-        doc_set_hash = hashlib.sha256(canonical([[i, docs.doc_hash(i)] for i in doc_ids])).hexdigest()
+        doc_set_hash = hashlib.sha256(canonical(([subset[0]] if subset else [])
+                                                + [[i, docs.doc_hash(i)] for i in doc_ids])).hexdigest()
         splits.append(docs.split)
         kind_of_task = ""
         for f, flt in sorted(filters.items()):

@@ -65,7 +65,7 @@ __all__ = ["TOLERANCE", "TOLERANCES", "FRACTION", "MIN_DOCS", "SpotCheck", "Spot
 #: "Tolerance"): SmolLM2-135M, goemotions_semsoft, 500 validation documents, float32 on this CPU, batch sizes
 #: 1/8/32 and 1 vs 2 threads; the tolerance is MARGIN x the measured maximum. Only float32 runs are re-scored
 #: (the board re-scores in float32): a bf16/fp16 run is stored self-reported, so no wider tolerance is offered.
-MEASURED_MAX = {"float32": 2.0e-6}
+MEASURED_MAX = {"float32": 2.34e-6}
 MARGIN = 4.0
 TOLERANCES = {dt: MARGIN * v for dt, v in MEASURED_MAX.items()}
 TOLERANCE = TOLERANCES["float32"]
@@ -303,7 +303,10 @@ def check_crossfit(results_path: Path) -> dict:
 
 
 def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite JSON number within float range (an integer of 400 digits is not: float() would overflow)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    return abs(x) < 2**63 if isinstance(x, int) else math.isfinite(x)
 
 
 def _tuned_key(task: str, doc: int, tuned: tuple, how: tuple) -> tuple:
