@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -345,9 +347,14 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
     filters: dict[str, _Filter] = {}
     expected_hash: dict[int, tuple[str, str]] = {}  # doc_id -> (doc_hash, target_hash) from the dataset
     order: dict[str, list[str]] = {}
+    prev = 0
     for r in iter_samples(sp):
         line = r["_line"]
         at = f"{sp}:{line}"
+        if line != prev + 1:  # the reader skips blank lines; lm-eval writes none
+            raise SubmissionError(f"{sp}:{prev + 1}: blank line; lm-eval writes one JSON object per line, submit "
+                                  "its unedited samples file")
+        prev = line
         doc_id = r.get("doc_id")
         if not isinstance(doc_id, int) or isinstance(doc_id, bool):
             raise SubmissionError(f"{at}: doc_id missing or not an integer")
@@ -365,6 +372,9 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
                 f"{at}: doc_id {doc_id} is outside 0..{effective - 1} (n-samples.effective {effective}); "
                 "lm-eval --samples subsets are not accepted, use --limit"
             )
+        if f not in filters and len(filters) >= MAX_FILTERS:
+            raise SubmissionError(f"{at}: more than {MAX_FILTERS} filters in task {task}; a semcal task logs far "
+                                  "fewer (constrained, semsoft, a tau sweep, recalibrated and reference rows)")
         flt = filters.setdefault(f, _Filter())
         if doc_id in flt.records:
             raise SubmissionError(f"{at}: doc_id {doc_id} appears twice for filter {f} (first at line {flt.lines[doc_id]})")
@@ -410,6 +420,7 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
                     f"{m!r}; the board reads one record per document, logged identically under every metric name"
                 )
         where = f"{at} metric {first}"
+        _bounded_numbers(rec, where)
         kind = check_record(rec, where)
         if flt.kind and kind != flt.kind:
             raise SubmissionError(f"{where}: a {flt.kind} record was expected (the first row's kind), "
@@ -434,7 +445,51 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
                     )
         flt.records[doc_id] = rec
         flt.lines[doc_id] = line
+    _no_trailing_blank_lines(sp, prev)
     return filters
+
+
+def _no_trailing_blank_lines(sp: Path, last: int) -> None:
+    """A samples file padded with blank lines after its last row is refused like one with blank lines inside."""
+    with open(sp, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 4096))
+        tail = fh.read()
+    body = tail[:-1] if tail.endswith(b"\n") else tail
+    if body.endswith((b"\n", b"\r")) or (body and not body.splitlines()[-1].strip()):
+        raise SubmissionError(f"{sp}:{last + 1}: blank line(s) after the last row; submit lm-eval's unedited "
+                              "samples file")
+
+
+#: Largest magnitude of an integer in a per-document record (doc counts, top_k, tuned_n): far above any real
+#: value, and convertible to float without overflow.
+MAX_RECORD_INT = 2**53
+#: Filters one task may log, and tasks one run may hold: the board stores and renders every row.
+MAX_FILTERS = 32
+MAX_TASKS = 64
+
+
+def _bounded_numbers(rec, where: str) -> None:
+    """Every number in a record is a finite float or an integer of at most :data:`MAX_RECORD_INT` (``1e999``
+    parses to inf; a 400-digit integer overflows float()); one line naming the field otherwise. NaN is left to
+    :func:`check_record`, which knows where an undefined value is allowed."""
+    stack = [("", rec)]
+    while stack:
+        key, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{key}.{k}" if key else str(k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{key}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, bool) or v is None or isinstance(v, str):
+            continue
+        elif isinstance(v, int):
+            if abs(v) > MAX_RECORD_INT:
+                raise SubmissionError(f"{where}: field {key[:60]} is an integer of {len(str(abs(v)))} digits, out "
+                                      "of range (|x| <= 2^53); submit lm-eval's unedited log")
+        elif isinstance(v, float) and math.isinf(v):
+            raise SubmissionError(f"{where}: field {key[:60]} is {v} (a number past float range); finite numbers "
+                                  "only")
 
 
 #: Run metadata keys that set how documents are scored, never which documents the split holds (semsoft
@@ -497,6 +552,12 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None, *,
     """
     try:
         return _validate_run(output_dir, tasks_dir, data_dir)
+    except ValueError as e:  # json.loads of an integer literal past Python's digit limit (not a JSON error)
+        if "integer string conversion" not in str(e):
+            raise
+        raise SubmissionError(f"{output_dir}: a number in the run's files has more digits than Python parses "
+                              f"({sys.get_int_max_str_digits()}); lm-eval never writes one, submit its unedited "
+                              "files") from None
     except RecursionError:  # a structure nested just under the JSON parser's limit, reached by later code
         raise SubmissionError(f"{output_dir}: JSON nested too deeply to be an lm-eval output; submit lm-eval's "
                               "unedited files") from None
@@ -518,6 +579,8 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
         if not isinstance(v, dict):
             raise SubmissionError(f"{rp}: results.{str(t)[:40]} must be an object of metric values")
     tasks = sorted(t for t in res if t not in groups)
+    if len(tasks) > MAX_TASKS:
+        raise SubmissionError(f"{rp}: {len(tasks)} tasks in one run; at most {MAX_TASKS}, submit them in parts")
     if not tasks:
         raise SubmissionError(f"{rp}: the results hold no task")
     for t in tasks:

@@ -430,3 +430,41 @@ def test_server_keeps_answering_while_slow_clients_hold_every_slot(env):
             s.close()
         srv.shutdown()
         srv.server_close()
+
+
+# ---------------------------------------------------------------- bounded, typed input
+
+
+def _line0(old, new):
+    def fn(res, samp):
+        t = samp.read_text().splitlines()
+        assert old in t[0]
+        t[0] = t[0].replace(old, new)  # every metric copy of the record, as a careful forger would
+        samp.write_text("\n".join(t) + "\n")
+    return fn
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda res, samp: res.write_text(res.read_text().replace('"git_hash": "abc1234"', '"git_hash": ' + "9" * 5000)),
+     "more digits than Python parses"),
+    (_line0('"doc_id": 0', '"doc_id": ' + "9" * 5000), "more digits than Python parses"),
+    (_line0('"probs": [', '"probs": [1e999, '), "past float range"),
+    (_line0('"gold":', '"temperature": 1e999, "gold":'), "field temperature is inf"),
+    (_line0('"gold":', '"tuned_n": ' + "9" * 400 + ', "gold":'), "integer of 400 digits"),
+    (lambda res, samp: samp.write_text(samp.read_text() + "\n" * 1000), "blank line"),
+    (lambda res, samp: samp.write_text("\n" + samp.read_text()), "blank line"),
+    (lambda res, samp: samp.write_text(samp.read_text().replace("\n", "\n\n", 3)), "blank line"),
+], ids=["results-bigint", "samples-bigint", "probs-inf", "temperature-inf", "record-bigint", "trailing-blank",
+        "leading-blank", "inner-blank"])
+def test_out_of_range_numbers_and_blank_lines_exit_2_with_one_line(env, capsys, edit, needle):
+    path = honest(env, n=60)
+    (res,), (samp,) = path.rglob("results_*.json"), path.rglob("samples_*.jsonl")
+    edit(res, samp)
+    rejected(capsys, path, needle)
+
+
+def test_hundreds_of_filters_are_refused(env, capsys):
+    items = S.cls_items(40)
+    filters = {f"f{i}": items for i in range(40)}
+    S.write_run(env["tmp"] / "many", CLS, filters, env["reg"][CLS].metrics)
+    rejected(capsys, env["tmp"] / "many", "more than 32 filters")
