@@ -9,9 +9,10 @@ the logged probabilities came from the model that ``config.model_args`` names:
    catalogue, so a run from another machine is checkable), or a model folder that exists on this machine.
    Anything else (a hub id, a folder elsewhere, a non-float32 dtype) cannot be re-scored: the submission is
    stored as tier ``self-reported`` with the reason.
-2. The sample: per task, ``max(20, ceil(2 %))`` of the evaluated documents (all of them if fewer than 20),
-   drawn with ``random.Random(seed)``; the seed is drawn fresh at submit time (so the submitter cannot know
-   which documents will be checked) and stored, so anyone can repeat the check.
+2. The sample: per task of N documents, :func:`sample_size` (the smallest k with C(N-m, k)/C(N, k) <= 1 % for
+   m = ceil(1 % of N) forged documents), drawn with ``random.Random(seed)``; the seed is :func:`board_seed`,
+   secret and fixed per (model, task, document set), so a rejected forgery gets no fresh draw; only its
+   sha256 is stored with the entry.
 3. Re-scoring: lm-eval itself, as a subprocess, with the board's pinned backend (hf-semsoft, float32, CPU)
    on exactly the sampled documents (``--samples``), the run's split and hyper-parameters. Requests are thus
    built by the task, exactly as in the submitted run, never from the submitted ``arguments``.
@@ -34,9 +35,9 @@ them in full, without the model, from the run's own ``constrained`` / ``semsoft`
 as the rows they come from. Reference rows are not compared (the board computes those itself). QA tasks
 (generation with sampling) are not spot-checked.
 
-The seed: ``--spot-check-seed`` if given, else :func:`board_seed`, a hash of a secret kept in the board
-database and the submission's predictions: unpredictable to a submitter, and the same for the same
-predictions, so resubmitting a forged run draws the same documents again instead of a fresh chance.
+The seed: :func:`board_seed` (a secret of the board database, the model, the task and the document set). A seed
+chosen with ``--spot-check-seed`` runs the same check, but the entry is self-reported (the chooser knew the
+sample). A rejection is recorded (:func:`record_attempt`) and its message does not name the sampled documents.
 """
 
 from __future__ import annotations
