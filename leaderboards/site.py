@@ -463,7 +463,10 @@ def _flat(r: dict) -> dict:
 
 # Markdown syntax characters, backslash-escaped (CommonMark: any ASCII punctuation may be; GFM tables honour
 # "\|"): a renderer shows the character and never parses it as syntax, and the raw file stays readable.
-_MD_SYNTAX = frozenset("\\`*_{}[]()!|~#<>")
+_MD_SYNTAX = frozenset("\\`*_{}[]()!~#")
+# written as references instead: HTML's < > & " ' (Markdown passes raw HTML through) and the cell separator |
+# (GFM splits cells before it decodes references, so &#124; never ends a cell)
+_MD_REFS = {"<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&#x27;", "|": "&#124;"}
 # GitHub-flavoured Markdown also links bare URLs, www. names and e-mail addresses; breaking the
 # "://", "www." and "@" sequences into separate text nodes stops that.
 _MD_AUTOLINK = re.compile(r":(?=//)|(?<=www)\.|@", re.IGNORECASE)
@@ -474,8 +477,8 @@ def md_escape(s) -> str:
 
     An underscore between two letters or digits is left as is (CommonMark: an intraword ``_`` opens and
     closes no emphasis), so ``civil_comments_ambiguous_semsoft`` reads as itself; every other Markdown syntax
-    character is backslash-escaped, ``&`` and ``"`` are HTML-escaped (Markdown passes raw HTML and entities
-    through), autolink triggers (``://``, ``www.``, ``@``) become character references, line breaks spaces."""
+    character is backslash-escaped, ``< > & " ' |`` become character references (raw HTML, entities and cell
+    separators stay text), autolink triggers (``://``, ``www.``, ``@``) become character references, line breaks spaces."""
     t = "" if s is None else str(s)
     out = []
     for i, c in enumerate(t):
@@ -485,8 +488,8 @@ def md_escape(s) -> str:
             out.append("\\" + c)
         elif c in "\r\n":
             out.append(" ")
-        elif c in "&\"'":
-            out.append(e(c))
+        elif c in _MD_REFS:
+            out.append(_MD_REFS[c])
         else:
             out.append(c)
     return _MD_AUTOLINK.sub(lambda m: f"&#{ord(m.group())};", "".join(out))
