@@ -483,9 +483,13 @@ def test_render_keeps_foreign_files_and_refuses_foreign_folders(board, tmp_path,
     site.mkdir()
     (site / "README.md").write_text("kept")
     (site / "board.sqlite").write_bytes(board.db.read_bytes())
-    assert main(["render", "--out", str(site), "--db", str(site / "board.sqlite")]) == 0
+    # issue 25: the old snapshot layout (the database inside the served folder) is refused, both ways
+    assert main(["render", "--out", str(site), "--db", str(site / "board.sqlite")]) == 2
+    assert main(["render", "--out", str(site), "--db", str(board.db)]) == 2
+    assert "database" in capsys.readouterr().err
+    (site / "board.sqlite").unlink()
+    assert main(["render", "--out", str(site), "--db", str(board.db)]) == 0
     assert (site / "README.md").read_text() == "kept" and (site / "index.html").is_file()
-    assert (site / "board.sqlite").read_bytes() == board.db.read_bytes()
 
     (site / "notes").mkdir()
     before = tree(site)
