@@ -59,6 +59,15 @@ def _positive_int(s: str) -> int:
     return n
 
 
+def _seed(s: str) -> int:
+    if len(s) > 12 or not s.strip().lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"{s[:20]!r} is not a whole number of at most 10 digits")
+    n = int(s)
+    if not 0 <= n < 2**31:
+        raise argparse.ArgumentTypeError(f"{n} must be in 0..2^31-1")
+    return n
+
+
 def _tasks(s: str) -> list[str]:
     tasks = [t.strip() for t in s.split(",") if t.strip()]
     if not tasks:
@@ -75,14 +84,23 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("submit", help="validate an lm-eval output folder, recompute its metrics, spot-check, store it")
     s.add_argument("output_dir", type=Path, help="lm-eval --output_path folder (or one results_*.json in it)")
-    s.add_argument("--model-name", required=True, type=_model_name)
+    s.add_argument("--model-name", default=None, type=_model_name,
+                   help="a label shown beside the model name, which is derived from the run's model_args")
     s.add_argument("--method", required=True, type=_method, help="training/scoring method: " + ", ".join(KNOWN_METHODS) + ", ...")
     s.add_argument("--tasks-dir", type=Path, default=None, help="task YAML folder (default: semcal_eval.TASKS_DIR)")
     s.add_argument("--no-spot-check", action="store_true",
                    help="store without re-scoring any document (tier self-reported)")
-    s.add_argument("--spot-check-seed", type=int, default=None,
-                   help="seed of the documents re-scored (default: drawn at random and stored)")
+    s.add_argument("--spot-check-seed", type=_seed, default=None,
+                   help="choose the seed of the documents re-scored (debugging: the entry is then self-reported, "
+                        "never spot-checked)")
+    s.add_argument("--token-file", type=Path, default=None,
+                   help="file holding your submitter token (default: $SEMCAL_BOARD_TOKEN; none: anonymous)")
     add_db(s)
+
+    sa = sub.add_parser("submitter", help="manage submitter identities (board operator)")
+    sa.add_argument("action", choices=["add", "list"])
+    sa.add_argument("name", nargs="?", default=None)
+    add_db(sa)
 
     ev = sub.add_parser("evaluate", help="queue a board-run evaluation (verified tier) and run it")
     ev.add_argument("model", help="catalogue name (smollm2-135m), semcal:NAME, or a local HF model folder")
@@ -144,31 +162,60 @@ def _duplicate_of(con, sub) -> str | None:
     return f"#{row[0]} ({row[1]!r}, {row[2]})" if row else None
 
 
+def _token(args) -> str | None:
+    import os
+
+    if args.token_file is not None:
+        try:
+            with open(args.token_file, encoding="utf-8") as fh:
+                return fh.read(256).strip() or None
+        except OSError as e:
+            raise SubmissionError(f"--token-file {args.token_file}: {e.strerror or e}") from None
+    return os.environ.get("SEMCAL_BOARD_TOKEN") or None
+
+
 def _submit(con, args, db_path) -> int:
     from . import db, spotcheck
     from .recompute import validate_run
 
+    submitter = db.submitter_of(con, _token(args))
     sub = validate_run(args.output_dir, args.tasks_dir)
     dup = _duplicate_of(con, sub)
     if dup:
         raise SubmissionError(f"duplicate submission: these predictions are already stored as {dup}")
-    # Model-free, so every submission gets it: cross-fitted rows must follow from the run's own rows.
+    # Model-free, so every submission gets them: cross-fitted rows must follow from the run's own rows
+    # exactly, and the tuned row must use one configuration per fold.
     crossfit = spotcheck.check_crossfit(sub.results_path)
+    tuned = spotcheck.check_tuned_row(sub.results_path)
     if args.no_spot_check:
         tier, verification = "self-reported", {"reason": "submitted with --no-spot-check"}
         print("not spot-checked (--no-spot-check): stored as self-reported")
     else:
-        seed = args.spot_check_seed
-        if seed is None:
-            seed = spotcheck.board_seed(con, sub.predictions_hash)
+        model_args = sub.model_args or (sub.provenance.get("config") or {}).get("model_args")
+        model_key = db.model_identity(model_args)[:2]
+        doc_sets = {e.task: e.doc_set_hash for e in sub.entries}
+        # the draw is fixed per (model, task, document set): a rejected forgery, edited by 1e-12 or by anything
+        # else, is re-checked on the very same documents
+        seeds = {t: spotcheck.board_seed(con, "@".join(model_key), t, h) for t, h in doc_sets.items()}
         splits = {e.task: e.split for e in sub.entries if e.split}
-        sc = spotcheck.spot_check(sub.results_path, seed=seed, splits=splits, progress=_progress)
+        try:
+            sc = spotcheck.spot_check(sub.results_path, seed=args.spot_check_seed, seeds=seeds, splits=splits,
+                                      progress=_progress)
+        except spotcheck.SpotCheckRejected as e:
+            spotcheck.record_attempt(con, model="@".join(model_key), tasks=sorted(doc_sets),
+                                     doc_sets=[doc_sets[t] for t in sorted(doc_sets)],
+                                     predictions_hash=sub.predictions_hash, outcome="rejected", detail=e.detail,
+                                     submitter=submitter)
+            raise
         tier, verification = sc.tier, sc.verification
         print(sc.message)
     if crossfit:
         verification["crossfit_recomputed"] = crossfit
-    sid = db.insert(con, sub, args.model_name, args.method, tier=tier, verification=verification)
-    print(_stored_line(sid, sub, tier, db_path))
+    if tuned:
+        verification["tuned_configuration"] = tuned
+    sid = db.insert(con, sub, args.model_name, args.method, tier=tier, verification=verification,
+                    submitter=submitter)
+    print(_stored_line(sid, sub, tier, db_path) + f" (submitter {submitter})")
     _print_entries(sub)
     return 0
 
@@ -226,6 +273,16 @@ def _dispatch(con, args, db_path) -> int:
 
     if args.cmd == "submit":
         return _submit(con, args, db_path)
+    if args.cmd == "submitter":
+        if args.action == "add":
+            if not args.name:
+                raise SubmissionError("board submitter add NAME: give the submitter's name")
+            token = db.add_submitter(con, args.name)
+            print(f"submitter {args.name} added; token (shown once, keep it secret): {token}")
+            return 0
+        for name, at in con.execute("SELECT name, created_at FROM submitters ORDER BY name"):
+            print(f"{name}\t{at}")
+        return 0
     if args.cmd == "evaluate":
         from .evaluate import enqueue
 
@@ -262,6 +319,10 @@ def _dispatch(con, args, db_path) -> int:
     if args.cmd == "render":
         from .site import render
 
+        out = args.out.resolve()
+        if Path(db_path).resolve().is_relative_to(out):
+            raise SubmissionError(f"--db {db_path} is inside --out {args.out}: the database holds the spot-check "
+                                  "secret and must never be in the served site folder; move it elsewhere")
         stats = render(db.load_entries(con), args.out)
         print(f"rendered {stats['rows']} rows, {stats['pages']} entry pages into {args.out}/index.html")
         return 0

@@ -17,9 +17,11 @@ The database path is ``--db PATH``, else ``$SEMCAL_BOARD_DB``, else ``<user data
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import secrets
 import sqlite3
 import sys
 from datetime import datetime, timezone
@@ -30,11 +32,12 @@ import numpy as np
 from .errors import SubmissionError
 from .recompute import Submission
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TIERS = ("verified", "spot-checked", "self-reported")
 #: Two submissions whose every model row has top-label confidences within this of a stored submission's rows
-#: (same task, same documents, same correctness) are one measurement.
-DUP_ATOL = 1e-6
+#: (same task, same documents, same correctness) are one measurement: the spot check's own tolerance, so two
+#: runs the spot check cannot tell apart are duplicates (issue 25).
+from .spotcheck import TOLERANCE as DUP_ATOL  # noqa: E402
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,7 +52,16 @@ CREATE TABLE IF NOT EXISTS submissions (
     provenance TEXT NOT NULL,
     model_args TEXT NOT NULL DEFAULT '',
     tier TEXT NOT NULL CHECK (tier IN ('verified', 'spot-checked', 'self-reported')),
-    verification TEXT NOT NULL
+    verification TEXT NOT NULL,
+    submitter TEXT NOT NULL DEFAULT '',
+    model_id TEXT NOT NULL DEFAULT '',
+    revision TEXT NOT NULL DEFAULT '',
+    label TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS submitters (
+    name TEXT PRIMARY KEY,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY,
@@ -137,6 +149,14 @@ def connect(path: str | Path) -> sqlite3.Connection:
     # check the version before creating anything: an old file's tables lack the new columns
     has_meta = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
+    if row is not None and row[0] == "2":  # issue 25 adds the entry identity columns: added in place
+        con.execute("BEGIN IMMEDIATE")
+        for col in ("submitter", "model_id", "revision", "label"):
+            con.execute(f"ALTER TABLE submissions ADD COLUMN {col} TEXT NOT NULL DEFAULT ''")
+        _backfill_identity(con)
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        con.execute("COMMIT")
+        row = (str(SCHEMA_VERSION),)
     if row is not None and row[0] != str(SCHEMA_VERSION):
         con.close()
         raise SubmissionError(
@@ -150,6 +170,23 @@ def connect(path: str | Path) -> sqlite3.Connection:
     con.executescript(_SCHEMA)
     con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     return con
+
+
+def _backfill_identity(con: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: each stored submission gets its identity from its own model_args (the name it was
+    submitted under becomes its label); verified entries belong to the board, the others to nobody
+    (``anonymous``: each its own identity, so none can replace another)."""
+    from . import names
+
+    for sid, name, tier, margs, prov in con.execute(
+            "SELECT id, model_name, tier, model_args, provenance FROM submissions").fetchall():
+        p = _stored_json(prov) or {}
+        model_args = margs or ((p.get("config") or {}).get("model_args") if isinstance(p, dict) else None)
+        model_id, revision, derived = model_identity(model_args)
+        shown = derived if name == derived else f"{derived} ({name})"
+        con.execute("UPDATE submissions SET submitter = ?, model_id = ?, revision = ?, label = ?, model_name = ? "
+                    "WHERE id = ?", ("board" if tier == "verified" else "anonymous", model_id, revision, name,
+                                     shown[:names.MAX_MODEL_NAME], sid))
 
 
 def _near_duplicate(con: sqlite3.Connection, sub: Submission) -> int | None:
@@ -174,8 +211,62 @@ def _near_duplicate(con: sqlite3.Connection, sub: Submission) -> int | None:
     return min(candidates) if candidates else None
 
 
-def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: str, *, tier: str = "self-reported",
-           verification: dict | None = None) -> int:
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(("semcal-board-submitter\x00" + token).encode()).hexdigest()
+
+
+def add_submitter(con: sqlite3.Connection, name: str) -> str:
+    """Register submitter ``name`` and return its token (shown once; only its sha256 is stored)."""
+    from . import names
+
+    name = names.submitter(name)
+    token = secrets.token_urlsafe(32)
+    try:
+        con.execute("INSERT INTO submitters VALUES (?, ?, ?)",
+                    (name, _token_hash(token), datetime.now(timezone.utc).isoformat(timespec="seconds")))
+    except sqlite3.IntegrityError:
+        raise SubmissionError(f"submitter {name!r} already exists; each name has one token") from None
+    return token
+
+
+def submitter_of(con: sqlite3.Connection, token: str | None) -> str:
+    """The submitter a token belongs to; ``anonymous`` without a token; SubmissionError for an unknown one."""
+    if not token:
+        return "anonymous"
+    row = con.execute("SELECT name FROM submitters WHERE token_sha256 = ?", (_token_hash(token.strip()),)).fetchone()
+    if row is None:
+        raise SubmissionError("unknown submitter token; ask the board operator for one "
+                              "(`semcal-eval board submitter add NAME`)")
+    return row[0]
+
+
+def model_identity(model_args: str | dict | None) -> tuple[str, str, str]:
+    """(model id, revision, display name) from a run's ``model_args``: the catalogue name for
+    ``semcal:NAME`` or a catalogue cache folder ``<name>-<sha256[:12]>`` (revision: that hash), else the
+    ``pretrained`` value as written (its last path component for a folder), with ``revision=`` if given."""
+    from semcal_eval.models import CATALOGUE, PREFIX
+
+    from .spotcheck import parse_model_args
+
+    args = parse_model_args(model_args or "")
+    claim = str(args.get("pretrained") or "")
+    rev = str(args.get("revision") or "")[:80]
+    if not claim:
+        return "", rev, "(model not named in model_args)"
+    name = claim[len(PREFIX):] if claim.startswith(PREFIX) else None
+    base = claim.rstrip("/").rsplit("/", 1)[-1]
+    if name is None:
+        name = next((e.name for e in CATALOGUE.values() if base == e.key), None)
+    if name is not None and name in CATALOGUE:
+        entry = CATALOGUE[name]
+        return PREFIX + name, rev or entry.key.rsplit("-", 1)[-1], entry.hf_name
+    if claim.startswith(("/", ".", "~")):  # a local folder: its last two components (run/checkpoint)
+        return claim[:200], rev, "/".join(claim.rstrip("/").split("/")[-2:])[:200] or claim[:200]
+    return claim[:200], rev, claim[:200]
+
+
+def insert(con: sqlite3.Connection, sub: Submission, model_name: str | None, method: str, *,
+           tier: str = "self-reported", verification: dict | None = None, submitter: str = "anonymous") -> int:
     """Store a validated submission in one transaction; return its id.
 
     ``model_name`` / ``method`` are checked and NFC-normalised by :mod:`leaderboards.names`; ``tier`` is one of
@@ -185,7 +276,12 @@ def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: st
     """
     from . import names
 
-    model_name, method = names.model_name(model_name), names.method(method)
+    method = names.method(method)
+    label = names.model_name(model_name) if model_name else ""
+    model_id, revision, derived = model_identity(sub.model_args or (sub.provenance.get("config") or {}).get("model_args"))
+    # the displayed name comes from model_args; a submitter's label is shown beside it, never instead of it
+    shown = derived if not label or label == derived else f"{derived} ({label})"
+    model_name = names.model_name(shown[:names.MAX_MODEL_NAME])
     if tier not in TIERS:
         raise SubmissionError(f"tier {tier!r} must be one of {', '.join(TIERS)}")
     ph = sub.predictions_hash or sub.content_hash
@@ -208,7 +304,8 @@ def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: st
     try:
         cur = con.execute(
             "INSERT INTO submissions (content_hash, predictions_hash, model_name, method, submitted_at, limit_json, "
-            "provenance, model_args, tier, verification) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "provenance, model_args, tier, verification, submitter, model_id, revision, label) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 sub.content_hash,
                 ph,
@@ -220,6 +317,10 @@ def insert(con: sqlite3.Connection, sub: Submission, model_name: str, method: st
                 sub.model_args or "",
                 tier,
                 _json(verification or {}),
+                submitter,
+                model_id,
+                revision,
+                label,
             ),
         )
         sid = cur.lastrowid
@@ -252,7 +353,8 @@ def load_entries(con: sqlite3.Connection) -> list[dict]:
         "SELECT e.id, e.task, e.task_version, e.filter, e.kind, e.is_reference, e.n_docs, e.n_original, "
         "e.doc_set_hash, e.reported, e.board, e.conf, e.correct, e.degenerate, s.id, s.content_hash, "
         "s.model_name, s.method, s.submitted_at, s.limit_json, s.provenance, s.tier, s.verification, "
-        "s.predictions_hash, s.model_args, e.split, e.n_split, e.coverage, e.predictions_hash "
+        "s.predictions_hash, s.model_args, e.split, e.n_split, e.coverage, e.predictions_hash, s.submitter, "
+        "s.model_id, s.revision, s.label "
         "FROM entries e JOIN submissions s ON s.id = e.submission_id ORDER BY e.task, s.id, e.filter"
     ).fetchall()
     out = []
@@ -267,7 +369,8 @@ def load_entries(con: sqlite3.Connection) -> list[dict]:
                 "method": r[17], "submitted_at": r[18], "limit": _stored_json(r[19]),
                 "provenance": _stored_json(r[20]), "tier": r[21], "verification": _stored_json(r[22]),
                 "predictions_hash": r[23], "model_args": r[24], "split": r[25], "n_split": r[26],
-                "coverage": r[27], "entry_predictions_hash": r[28],
+                "coverage": r[27], "entry_predictions_hash": r[28], "submitter": r[29], "model_id": r[30],
+                "revision": r[31], "label": r[32],
             }
         )
     return out

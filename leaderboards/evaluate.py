@@ -344,7 +344,7 @@ def run_job(con: sqlite3.Connection, job: dict, db_path: Path, *, progress=print
             verification = {"job_id": jid, "model": job["model"], "pretrained": job["pretrained"],
                             "settings": job["settings"], "limit": job["limit"]}
             ids.append(db.insert(con, sub, job["model_name"], job["method"], tier="verified",
-                                 verification=verification))
+                                 verification=verification, submitter="board"))
     except REJECTED as e:
         _finish(con, jid, "failed", f"the board's own run was rejected: {e}")
         return "failed", f"job {jid} failed: the board's own run was rejected: {e}"

@@ -39,6 +39,8 @@ RANKED = ("ece", "brier")
 #: Verification tiers, most trusted first (set by the board at submit time, see docs/LEADERBOARD.md).
 TIERS = ("verified", "spot-checked", "self-reported")
 COVERAGES = ("full", "partial")
+#: Tiers ranked in the default views (site table, Markdown, overall): the board re-ran or re-scored them.
+TRUSTED = ("verified", "spot-checked")
 
 
 def tier_of(e: dict) -> str:
@@ -111,10 +113,17 @@ def rank_entries(entries: list[dict]) -> list[dict]:
         groups[rank_group(e)].append(e)
         kept.append(e)
     for rows in groups.values():
+        # default ranks: among trusted entries (verified + spot-checked); self-reported entries are ranked only
+        # among themselves, in their own table (issue 25: a fabricated run must never rank beside a checked one)
+        trusted = [e for e in rows if e["tier"] in TRUSTED]
+        self_rep = [e for e in rows if e["tier"] not in TRUSTED]
         verified = [e for e in rows if e["tier"] == "verified"]
+        for e in rows:
+            e["ranked_among"] = "verified+spot-checked" if e["tier"] in TRUSTED else "self-reported"
         for col in RANKED:
-            for e, r in zip(rows, _rank([e["board"][col] for e in rows])):
-                e[f"{col}_rank"] = r
+            for subset in (trusted, self_rep):
+                for e, r in zip(subset, _rank([e["board"][col] for e in subset])):
+                    e[f"{col}_rank"] = r
             for e, r in zip(verified, _rank([e["board"][col] for e in verified])):
                 e[f"{col}_rank_verified"] = r
     kept.sort(key=lambda e: (e["coverage"] != "full", e["task"], "" if e["coverage"] == "full" else e["doc_set_hash"],
@@ -122,24 +131,39 @@ def rank_entries(entries: list[dict]) -> list[dict]:
     return kept
 
 
-def overall(entries: list[dict], verified_only: bool = False) -> list[dict]:
-    """Cross-task summary of ranked **full** model rows (see module docstring); with ``verified_only``,
-    of verified rows by their ranks among verified entries."""
+def identity(e: dict) -> tuple:
+    """An entry's owner-scoped identity: (model from model_args, revision, method, submitter). The displayed
+    name is derived from it; rows of one identity are one line of the overall view (the latest counts), and
+    no submission of another identity can replace them. Entries stored without an identity (older boards) and
+    anonymous ones are their own identity (keyed by submission), so they never merge with anyone's."""
+    sub = e.get("submitter") or ""
+    if not sub or sub == "anonymous" or not e.get("model_id"):
+        return ("", "", e["method"], f"#{e['submission_id']}")
+    return (e["model_id"], e.get("revision") or "", e["method"], sub)
+
+
+def overall(entries: list[dict], verified_only: bool = False, tiers: tuple = TRUSTED) -> list[dict]:
+    """Cross-task summary of ranked **full** model rows of ``tiers`` (default: verified + spot-checked; see
+    module docstring); with ``verified_only``, of verified rows by their ranks among verified entries."""
     suffix = "_verified" if verified_only else ""
+    allowed = ("verified",) if verified_only else tiers
     latest: dict[tuple, dict] = {}
     for e in entries:
-        if e["is_reference"] or coverage_of(e) != "full" or (verified_only and tier_of(e) != "verified"):
+        if e["is_reference"] or coverage_of(e) != "full" or tier_of(e) not in allowed:
             continue
-        k = (e["model_name"], e["method"], e["filter"], e["task"])
+        k = (identity(e), e["filter"], e["task"])
         if k not in latest or e["submission_id"] > latest[k]["submission_id"]:
             latest[k] = e
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for (model, method, filt, _task), e in latest.items():
-        groups[(model, method, filt)].append(e)
+    for (ident, filt, _task), e in latest.items():
+        groups[(ident, filt)].append(e)
     out = []
-    for (model, method, filt), rows in groups.items():
+    for (ident, filt), rows in groups.items():
+        last = max(rows, key=lambda r: r["submission_id"])
+        model, method = last["model_name"], last["method"]
         out.append(
             {
+                "submitter": last.get("submitter") or "",
                 "model_name": model,
                 "method": method,
                 "filter": filt,

@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -345,9 +347,14 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
     filters: dict[str, _Filter] = {}
     expected_hash: dict[int, tuple[str, str]] = {}  # doc_id -> (doc_hash, target_hash) from the dataset
     order: dict[str, list[str]] = {}
+    prev = 0
     for r in iter_samples(sp):
         line = r["_line"]
         at = f"{sp}:{line}"
+        if line != prev + 1:  # the reader skips blank lines; lm-eval writes none
+            raise SubmissionError(f"{sp}:{prev + 1}: blank line; lm-eval writes one JSON object per line, submit "
+                                  "its unedited samples file")
+        prev = line
         doc_id = r.get("doc_id")
         if not isinstance(doc_id, int) or isinstance(doc_id, bool):
             raise SubmissionError(f"{at}: doc_id missing or not an integer")
@@ -365,6 +372,9 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
                 f"{at}: doc_id {doc_id} is outside 0..{effective - 1} (n-samples.effective {effective}); "
                 "lm-eval --samples subsets are not accepted, use --limit"
             )
+        if f not in filters and len(filters) >= MAX_FILTERS:
+            raise SubmissionError(f"{at}: more than {MAX_FILTERS} filters in task {task}; a semcal task logs far "
+                                  "fewer (constrained, semsoft, a tau sweep, recalibrated and reference rows)")
         flt = filters.setdefault(f, _Filter())
         if doc_id in flt.records:
             raise SubmissionError(f"{at}: doc_id {doc_id} appears twice for filter {f} (first at line {flt.lines[doc_id]})")
@@ -416,6 +426,7 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
                     f"{m!r}; the board reads one record per document, logged identically under every metric name"
                 )
         where = f"{at} metric {first}"
+        _bounded_numbers(rec, where)
         kind = check_record(rec, where)
         if flt.kind and kind != flt.kind:
             raise SubmissionError(f"{where}: a {flt.kind} record was expected (the first row's kind), "
@@ -440,7 +451,75 @@ def _read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effecti
                     )
         flt.records[doc_id] = rec
         flt.lines[doc_id] = line
+    _no_trailing_blank_lines(sp, prev)
     return filters
+
+
+def _no_trailing_blank_lines(sp: Path, last: int) -> None:
+    """A samples file padded with blank lines after its last row is refused like one with blank lines inside."""
+    with open(sp, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 4096))
+        tail = fh.read()
+    body = tail[:-1] if tail.endswith(b"\n") else tail
+    if body.endswith((b"\n", b"\r")) or (body and not body.splitlines()[-1].strip()):
+        raise SubmissionError(f"{sp}:{last + 1}: blank line(s) after the last row; submit lm-eval's unedited "
+                              "samples file")
+
+
+#: Largest magnitude of an integer in a per-document record (doc counts, top_k, tuned_n): far above any real
+#: value, and convertible to float without overflow.
+MAX_RECORD_INT = 2**53
+#: Filters one task may log, and tasks one run may hold: the board stores and renders every row.
+MAX_FILTERS = 32
+MAX_TASKS = 64
+
+
+def _bounded_numbers(rec, where: str) -> None:
+    """Every number in a record is a finite float or an integer of at most :data:`MAX_RECORD_INT` (``1e999``
+    parses to inf; a 400-digit integer overflows float()); one line naming the field otherwise. NaN is left to
+    :func:`check_record`, which knows where an undefined value is allowed."""
+    stack = [("", rec)]
+    while stack:
+        key, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{key}.{k}" if key else str(k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{key}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, bool) or v is None or isinstance(v, str):
+            continue
+        elif isinstance(v, int):
+            if abs(v) > MAX_RECORD_INT:
+                raise SubmissionError(f"{where}: field {key[:60]} is an integer of {len(str(abs(v)))} digits, out "
+                                      "of range (|x| <= 2^53); submit lm-eval's unedited log")
+        elif isinstance(v, float) and math.isinf(v):
+            raise SubmissionError(f"{where}: field {key[:60]} is {v} (a number past float range); finite numbers "
+                                  "only")
+
+
+#: Run metadata keys that set how documents are scored, never which documents the split holds (semsoft
+#: hyper-parameters, recalibration switches, provenance lm-eval adds). Any other key may select documents.
+SCORING_METADATA = frozenset({"version", "semsoft", "pretrained", "dtype", "split", "recalibrate",
+                              "reference_predictors", "tune", "tune_grid", "tau", "top_k", "label_embedding",
+                              "config_source", "tune_by", "soft_field", "judge", "k", "n_samples", "temperature",
+                              "max_gen_toks", "data_dir"})
+
+
+def _document_subset(task, root, metadata, docs: TaskDocs, data_dir, where) -> tuple[dict, int] | None:
+    """``(selecting metadata, size of the unselected split)`` when the run's metadata selects other documents
+    than the board's split with no extra metadata (``band: [0.75, 0.8]``), else None. Loads the split a second
+    time only when the metadata holds a key outside :data:`SCORING_METADATA`."""
+    if not isinstance(metadata, dict):
+        return None
+    extra = {k: metadata[k] for k in sorted(metadata) if isinstance(k, str) and k not in SCORING_METADATA}
+    if not extra:
+        return None
+    base = {"split": metadata["split"]} if isinstance(metadata.get("split"), str) else {}
+    default = load_task_docs(task, root, base, data_dir=data_dir, where=where)
+    same = default.n_split == docs.n_split and all(default.doc_hash(i) == docs.doc_hash(i)
+                                                    for i in range(docs.n_split))
+    return None if same else (extra, default.n_split)
 
 
 def _gold_key(g) -> tuple:
@@ -479,6 +558,12 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None, *,
     """
     try:
         return _validate_run(output_dir, tasks_dir, data_dir)
+    except ValueError as e:  # json.loads of an integer literal past Python's digit limit (not a JSON error)
+        if "integer string conversion" not in str(e):
+            raise
+        raise SubmissionError(f"{output_dir}: a number in the run's files has more digits than Python parses "
+                              f"({sys.get_int_max_str_digits()}); lm-eval never writes one, submit its unedited "
+                              "files") from None
     except RecursionError:  # a structure nested just under the JSON parser's limit, reached by later code
         raise SubmissionError(f"{output_dir}: JSON nested too deeply to be an lm-eval output; submit lm-eval's "
                               "unedited files") from None
@@ -500,6 +585,8 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
         if not isinstance(v, dict):
             raise SubmissionError(f"{rp}: results.{str(t)[:40]} must be an object of metric values")
     tasks = sorted(t for t in res if t not in groups)
+    if len(tasks) > MAX_TASKS:
+        raise SubmissionError(f"{rp}: {len(tasks)} tasks in one run; at most {MAX_TASKS}, submit them in parts")
     if not tasks:
         raise SubmissionError(f"{rp}: the results hold no task")
     for t in tasks:
@@ -553,6 +640,11 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
         if effective == 0:
             raise SubmissionError(f"{rp}: task {task} evaluated no document")
         coverage = "full" if effective == n_split else "partial"
+        subset = _document_subset(task, root, tcfg.get("metadata"), docs, data_dir, rp)
+        if subset is not None:
+            # metadata that changes which documents the split holds (Civil Comments' band, subsets, filters):
+            # never a full run, and hashed into the document set so it is ranked only with the same selection
+            coverage, n_split = "partial", subset[1]
 
         # reported metrics of this task, keyed by filter (known before the samples are read)
         reported: dict[str, dict[str, float]] = {}
@@ -581,7 +673,8 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
             if f not in filters:
                 raise SubmissionError(f"{rp}: {task} reports filter {f[:40]!r} but the samples have no row of it")
         doc_ids = list(range(effective))
-        doc_set_hash = hashlib.sha256(canonical([[i, docs.doc_hash(i)] for i in doc_ids])).hexdigest()
+        doc_set_hash = hashlib.sha256(canonical(([subset[0]] if subset else [])
+                                                + [[i, docs.doc_hash(i)] for i in doc_ids])).hexdigest()
         splits.append(docs.split)
         kind_of_task = ""
         for f, flt in sorted(filters.items()):

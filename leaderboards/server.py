@@ -7,7 +7,11 @@ Loopback only (127.0.0.1), GET and HEAD only, regular files under the site folde
   answered 400, a path outside the site (``..``, a symlink leading out) 404, never a traceback;
 * an idle or slow connection cannot hold a thread: each read waits at most :data:`READ_TIMEOUT` seconds
   and a connection lives at most :data:`CONNECTION_DEADLINE` seconds in all; at most
-  :data:`MAX_CONNECTIONS` are served at once (more are closed at once);
+  :data:`MAX_CONNECTIONS` are served at once, at most :data:`MAX_PER_CLIENT` per non-loopback address (on
+  loopback every client shares 127.0.0.1, so there the rule that keeps the server answering is the next one);
+  when every slot is taken, the connection that has waited longest without completing its request is closed to
+  make room, so slow clients can delay but not lock out a new one;
+* only the files a render writes are served (:data:`ALLOWED`): never ``*.sqlite``, a README or a stray file;
 * a ``Host`` header other than the loopback address or ``localhost`` is refused (400), so a web page
   cannot read the board through DNS rebinding;
 * responses carry ``X-Content-Type-Options: nosniff``, the pages' Content-Security-Policy (also as a
@@ -22,6 +26,7 @@ import http.server
 import mimetypes
 import os
 import posixpath
+import re
 import socket
 import stat
 import sys
@@ -36,8 +41,15 @@ HOST = "127.0.0.1"
 READ_TIMEOUT = 10.0
 #: Seconds a connection may live in all, however slowly it trickles bytes in.
 CONNECTION_DEADLINE = 30.0
-#: Connections served at once; more are closed without an answer.
+#: Connections served at once. When all are taken, the one that has waited longest without completing its
+#: request (a slow or idle client) is closed to make room, so the server keeps answering new clients.
 MAX_CONNECTIONS = 32
+#: Connections one client address may hold at once; more from it are closed at once.
+MAX_PER_CLIENT = 8
+#: The only files served: what ``board render`` writes (never the database, a README or anything else a user
+#: keeps in the folder; issue 25: ``board.sqlite`` holding the spot-check secret was served).
+ALLOWED = re.compile(r"(index\.html|style\.css|board\.js|leaderboard\.csv|leaderboard\.md|board\.json|"
+                     r"entries/[0-9a-f]{16}\.html|entries/[0-9a-f]{16}-[0-9]{1,4}\.png)")
 _TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
           ".js": "text/javascript; charset=utf-8", ".json": "application/json; charset=utf-8",
           ".csv": "text/csv; charset=utf-8", ".md": "text/markdown; charset=utf-8", ".png": "image/png"}
@@ -100,6 +112,11 @@ class BoardHandler(http.server.BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_write
 
+    def parse_request(self):
+        ok = super().parse_request()
+        self.server.request_read(self.connection)  # no longer an idle/slow client: not evicted
+        return ok
+
     def _answer(self, body: bool) -> None:
         host = (self.headers.get("Host") or "").strip().lower()
         if host and host.rsplit(":", 1)[0] not in (HOST, "localhost", "[::1]"):
@@ -150,6 +167,9 @@ class BoardHandler(http.server.BaseHTTPRequestHandler):
         full = os.path.join(root, *parts)
         if os.path.isdir(full):
             full = os.path.join(full, "index.html")
+            parts = [*parts, "index.html"]
+        if not ALLOWED.fullmatch("/".join(parts)):
+            return 404  # not a site output (the database, a README, a stray file)
         real = os.path.realpath(full)
         if real != root and not real.startswith(root + os.sep):
             return 404  # a symlink leading out of the site
@@ -167,24 +187,51 @@ class BoardServer(http.server.ThreadingHTTPServer):
                  deadline: float = CONNECTION_DEADLINE):
         self.site = str(Path(site).resolve())
         self.read_timeout, self.deadline = read_timeout, deadline
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._lock = threading.Lock()
+        # socket -> [client address, accepted at (monotonic), request read?]
+        self._live: dict = {}
         super().__init__((HOST, port), BoardHandler)
 
+    def request_read(self, sock) -> None:
+        with self._lock:
+            if sock in self._live:
+                self._live[sock][2] = True
+
     def process_request(self, request, client_address):
-        if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)  # full: close at once rather than queue threads without bound
-            return
+        import time
+
+        evict = None
+        with self._lock:
+            same = sum(1 for v in self._live.values() if v[0] == client_address[0])
+            if same >= MAX_PER_CLIENT and client_address[0] not in (HOST, "::1"):
+                self.shutdown_request(request)  # one address may not hold every slot
+                return
+            if len(self._live) >= MAX_CONNECTIONS:
+                waiting = [(v[1], k) for k, v in self._live.items() if not v[2]]
+                if not waiting:
+                    self.shutdown_request(request)  # every slot is sending an answer: full for a moment
+                    return
+                evict = min(waiting, key=lambda t: t[0])[1]  # the longest-waiting incomplete request
+                del self._live[evict]
+            self._live[request] = [client_address[0], time.monotonic(), False]
+        if evict is not None:
+            try:
+                evict.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            with self._lock:
+                self._live.pop(request, None)
             raise
 
     def process_request_thread(self, request, client_address):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            with self._lock:
+                self._live.pop(request, None)
 
     def handle_error(self, request, client_address):
         # one line, no traceback: a broken client connection is not the server's failure

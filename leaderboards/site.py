@@ -39,7 +39,7 @@ from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import CLASSIFICATION, CONFIDENCE
 
 from .errors import SubmissionError
-from .ranking import RANKED, TIERS, coverage_of, overall, rank_entries, tier_of
+from .ranking import RANKED, TIERS, TRUSTED, coverage_of, overall, rank_entries, tier_of
 from .recompute import NO_CI_ROLES
 
 _STATIC = Path(__file__).resolve().parent / "static"
@@ -63,6 +63,7 @@ TIER_MEANING = {
 #: Top-level names a render writes into ``out``; anything else found there is the user's and is kept.
 OWNED = frozenset({"index.html", "style.css", "board.js", "leaderboard.csv", "leaderboard.md", "board.json",
                    "entries"})
+_DB_FILE = re.compile(r"\.(sqlite3?|db)(-journal|-wal|-shm)?$", re.IGNORECASE)
 _PNG_SIG = b"\x89PNG\r\n\x1a\n"
 _PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # the IEND chunk (length 0, type, CRC): a complete PNG ends so
 
@@ -255,8 +256,9 @@ def _empty(rows: list, text: str) -> str:
 
 
 def _index(full: list[dict], partial: list[dict], groups: list[dict], vgroups: list[dict], generated: str,
-           skipped: list[str]) -> str:
-    tasks = sorted({r["task"] for r in full + partial})
+           skipped: list[str], selfrep: list[dict] = ()) -> str:
+    selfrep = list(selfrep)
+    tasks = sorted({r["task"] for r in full + partial + selfrep})
     opts = "".join(f"<option value=\"{e(t)}\">{e(t)}</option>" for t in tasks)
     legend = "".join(f"<li><b>{e(TIER_LABEL[t])}</b>: {e(TIER_MEANING[t])}</li>" for t in TIERS)
     warn = ""
@@ -278,6 +280,7 @@ Generated {e(generated)}. Exports: <a href="leaderboard.csv">CSV</a>, <a href="l
 <label>Task <select id="task"><option value="">all tasks</option>{opts}</select></label>
 <label><input id="show-ref" type="checkbox" checked> reference rows</label>
 <label><input id="verified-only" type="checkbox"> verified entries only (ranks among verified)</label>
+<label><input id="show-self" type="checkbox"> show self-reported entries (their own table)</label>
 <span id="count"></span>
 </section>
 <h2 id="full-split">Full evaluation split</h2>
@@ -285,8 +288,9 @@ Generated {e(generated)}. Exports: <a href="leaderboard.csv">CSV</a>, <a href="l
 <tbody>
 {chr(10).join(_tr(r) for r in full)}
 </tbody></table>{_empty(full, "No entries on a full evaluation split yet.")}
-<h2 id="overall">Overall (mean per-task rank, full-split entries)</h2>
-<p>Grouped by model, method and scoring; sorted by mean Brier rank, then mean ECE rank.</p>
+<h2 id="overall">Overall (mean per-task rank, full-split verified and spot-checked entries)</h2>
+<p>Grouped by entry identity (model from the run's model_args, revision, method, submitter) and scoring; sorted by
+mean Brier rank, then mean ECE rank. Self-reported entries are never ranked here.</p>
 <table id="overall-table">{_OVERALL_HEAD}
 <tbody>
 {_overall_rows(groups)}
@@ -300,7 +304,16 @@ Generated {e(generated)}. Exports: <a href="leaderboard.csv">CSV</a>, <a href="l
 <table id="partial" class="sortable"><thead><tr>{_header(doc_set=True)}</tr></thead>
 <tbody>
 {chr(10).join(_tr(r, doc_set=True) for r in partial)}
-</tbody></table>{_empty(partial, "No partial runs.")}"""
+</tbody></table>{_empty(partial, "No partial runs.")}
+<section id="self-reported-section" hidden>
+<h2 id="self-reported">Self-reported entries (unverified; ranked only among themselves)</h2>
+<p>Every number is recomputed from the submitted logs, but the probabilities were not re-scored with the model
+(or the submitter chose the spot-check seed). They are never ranked with verified or spot-checked entries.</p>
+<table id="self" class="sortable"><thead><tr>{_header(doc_set=True)}</tr></thead>
+<tbody>
+{chr(10).join(_tr(r, doc_set=True) for r in selfrep)}
+</tbody></table>{_empty(selfrep, "No self-reported entries.")}
+</section>"""
     return _page("semcal calibration leaderboard", body)
 
 
@@ -448,21 +461,38 @@ def _flat(r: dict) -> dict:
     return d
 
 
-# Markdown syntax characters, written as numeric character references: a renderer shows them as the
-# characters but never parses them as syntax (links, images, emphasis, code, tables, strikethrough).
-_MD_CHARS = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()!|~#"}
+# Markdown syntax characters, backslash-escaped (CommonMark: any ASCII punctuation may be; GFM tables honour
+# "\|"): a renderer shows the character and never parses it as syntax, and the raw file stays readable.
+_MD_SYNTAX = frozenset("\\`*_{}[]()!~#")
+# written as references instead: HTML's < > & " ' (Markdown passes raw HTML through) and the cell separator |
+# (GFM splits cells before it decodes references, so &#124; never ends a cell)
+_MD_REFS = {"<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&#x27;", "|": "&#124;"}
 # GitHub-flavoured Markdown also links bare URLs, www. names and e-mail addresses; breaking the
 # "://", "www." and "@" sequences into separate text nodes stops that.
 _MD_AUTOLINK = re.compile(r":(?=//)|(?<=www)\.|@", re.IGNORECASE)
 
 
 def md_escape(s) -> str:
-    """Text for one Markdown table cell (or heading) that renders as exactly the text, as no markup: HTML is
-    escaped (Markdown passes raw HTML through), syntax characters and autolink triggers become character
-    references, line breaks become spaces."""
+    """Text for one Markdown table cell (or heading) that renders as exactly the text, as no markup.
+
+    An underscore between two letters or digits is left as is (CommonMark: an intraword ``_`` opens and
+    closes no emphasis), so ``civil_comments_ambiguous_semsoft`` reads as itself; every other Markdown syntax
+    character is backslash-escaped, ``< > & " ' |`` become character references (raw HTML, entities and cell
+    separators stay text), autolink triggers (``://``, ``www.``, ``@``) become character references, line breaks spaces."""
     t = "" if s is None else str(s)
-    t = "".join(_MD_CHARS.get(c) or (" " if c in "\r\n" else e(c)) for c in t)
-    return _MD_AUTOLINK.sub(lambda m: f"&#{ord(m.group())};", t)
+    out = []
+    for i, c in enumerate(t):
+        if c == "_" and 0 < i < len(t) - 1 and t[i - 1].isalnum() and t[i + 1].isalnum():
+            out.append(c)
+        elif c in _MD_SYNTAX:
+            out.append("\\" + c)
+        elif c in "\r\n":
+            out.append(" ")
+        elif c in _MD_REFS:
+            out.append(_MD_REFS[c])
+        else:
+            out.append(c)
+    return _MD_AUTOLINK.sub(lambda m: f"&#{ord(m.group())};", "".join(out))
 
 
 _md_cell = md_escape
@@ -499,18 +529,22 @@ def _md_overall(title: str, groups: list[dict]) -> list[str]:
     return out + [""]
 
 
-def _markdown(full: list[dict], partial: list[dict], groups: list[dict], vgroups: list[dict]) -> str:
+def _markdown(full: list[dict], partial: list[dict], groups: list[dict], vgroups: list[dict],
+              selfrep: list[dict] = ()) -> str:
     out = ["# semcal calibration leaderboard", "",
            f"Recomputed from per-document logs. ECE main ({T.ROLE_BINS[CLASSIFICATION]} bins classification, "
            f"{T.ROLE_BINS[CONFIDENCE]} QA); rank by ECE and by Brier, only among runs on the same documents. "
            "Tiers: " + "; ".join(f"{TIER_LABEL[t]}: {TIER_MEANING[t]}" for t in TIERS) + ".", ""]
     for task in sorted({r["task"] for r in full}):
         out += [f"## {md_escape(task)}: full split", ""] + _md_table([r for r in full if r["task"] == task], False)
-    out += _md_overall("Overall (full-split entries)", groups)
+    out += _md_overall("Overall (full-split verified and spot-checked entries)", groups)
     out += _md_overall("Overall, verified entries only", vgroups)
     for task in sorted({r["task"] for r in partial}):
         out += [f"## {md_escape(task)}: partial runs (not ranked with full-split runs)", ""]
         out += _md_table([r for r in partial if r["task"] == task], True)
+    if selfrep:
+        out += ["## Self-reported entries (unverified; ranked only among themselves, never with the tables above)",
+                ""] + _md_table(list(selfrep), True)
     return "\n".join(out)
 
 
@@ -615,6 +649,17 @@ def _usable(entries: list[dict]) -> tuple[list[dict], list[str]]:
 # ---------------------------------------------------------------- building and swapping the folder
 
 
+def split_views(rows: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    """(full, partial, self-reported) rows of ranked entries: the default tables hold verified and spot-checked
+    model rows (and the board's reference rows); self-reported model rows, whatever their coverage, are in a
+    table of their own, ranked only among themselves and shown only by the "self-reported" toggle."""
+    trusted = [r for r in rows if r["is_reference"] or tier_of(r) in TRUSTED]
+    selfrep = [r for r in rows if not r["is_reference"] and tier_of(r) not in TRUSTED]
+    return ([r for r in trusted if r["coverage"] == "full"], [r for r in trusted if r["coverage"] != "full"],
+            selfrep)
+
+
+
 def _build(entries: list[dict], out: Path, old: Path | None, generated: str, skipped: list[str]) -> dict:
     """Write the whole site into the (new, empty) folder ``out``; diagrams of ``old`` that are still valid
     PNGs are reused."""
@@ -622,11 +667,10 @@ def _build(entries: list[dict], out: Path, old: Path | None, generated: str, ski
     for name in ("style.css", "board.js"):
         shutil.copyfile(_STATIC / name, out / name)
     rows = rank_entries(entries)
-    full = [r for r in rows if r["coverage"] == "full"]
-    partial = [r for r in rows if r["coverage"] != "full"]
+    full, partial, selfrep = split_views(rows)
     groups, vgroups = overall(rows), overall(rows, verified_only=True)
     short_skipped = [m.split(":", 1)[0] for m in skipped]
-    (out / "index.html").write_text(_index(full, partial, groups, vgroups, generated, short_skipped),
+    (out / "index.html").write_text(_index(full, partial, groups, vgroups, generated, short_skipped, selfrep),
                                     encoding="utf-8")
 
     pages: dict[str, list[dict]] = {}
@@ -660,7 +704,7 @@ def _build(entries: list[dict], out: Path, old: Path | None, generated: str, ski
     for r in rows:
         w.writerow({k: _csv_cell(v) for k, v in _flat(r).items()})
     (out / "leaderboard.csv").write_text(buf.getvalue(), encoding="utf-8")
-    (out / "leaderboard.md").write_text(_markdown(full, partial, groups, vgroups), encoding="utf-8")
+    (out / "leaderboard.md").write_text(_markdown(full, partial, groups, vgroups, selfrep), encoding="utf-8")
     export = {"generated": generated, "entries": [_export_row(r) for r in rows], "overall": groups,
               "overall_verified": vgroups, "not_shown": skipped}
     (out / "board.json").write_text(json.dumps(export, indent=1, sort_keys=True, ensure_ascii=False),
@@ -788,6 +832,11 @@ def render(entries: list[dict], out: str | Path, generated: str | None = None, *
     if dirs:
         raise RenderError(f"--out {out} holds folders a render does not write ({', '.join(dirs[:3])}); "
                           "render into an empty or new folder")
+    dbs = [p.name for p in _foreign(out) if _DB_FILE.search(p.name)]
+    if dbs:
+        # the database holds the spot-check secret: it must never sit where the site is served from
+        raise RenderError(f"--out {out} holds a database file ({', '.join(dbs[:3])}); move it out of the site "
+                          "folder (the board database must never be published) and render again")
     good, skipped = _usable(list(entries))
     for msg in skipped:
         if warn is not None:

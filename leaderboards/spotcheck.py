@@ -9,9 +9,10 @@ the logged probabilities came from the model that ``config.model_args`` names:
    catalogue, so a run from another machine is checkable), or a model folder that exists on this machine.
    Anything else (a hub id, a folder elsewhere, a non-float32 dtype) cannot be re-scored: the submission is
    stored as tier ``self-reported`` with the reason.
-2. The sample: per task, ``max(20, ceil(2 %))`` of the evaluated documents (all of them if fewer than 20),
-   drawn with ``random.Random(seed)``; the seed is drawn fresh at submit time (so the submitter cannot know
-   which documents will be checked) and stored, so anyone can repeat the check.
+2. The sample: per task of N documents, :func:`sample_size` (the smallest k with C(N-m, k)/C(N, k) <= 1 % for
+   m = ceil(1 % of N) forged documents), drawn with ``random.Random(seed)``; the seed is :func:`board_seed`,
+   secret and fixed per (model, task, document set), so a rejected forgery gets no fresh draw; only its
+   sha256 is stored with the entry.
 3. Re-scoring: lm-eval itself, as a subprocess, with the board's pinned backend (hf-semsoft, float32, CPU)
    on exactly the sampled documents (``--samples``), the run's split and hyper-parameters. Requests are thus
    built by the task, exactly as in the submitted run, never from the submitted ``arguments``.
@@ -34,9 +35,9 @@ them in full, without the model, from the run's own ``constrained`` / ``semsoft`
 as the rows they come from. Reference rows are not compared (the board computes those itself). QA tasks
 (generation with sampling) are not spot-checked.
 
-The seed: ``--spot-check-seed`` if given, else :func:`board_seed`, a hash of a secret kept in the board
-database and the submission's predictions: unpredictable to a submitter, and the same for the same
-predictions, so resubmitting a forged run draws the same documents again instead of a fresh chance.
+The seed: :func:`board_seed` (a secret of the board database, the model, the task and the document set). A seed
+chosen with ``--spot-check-seed`` runs the same check, but the entry is self-reported (the chooser knew the
+sample). A rejection is recorded (:func:`record_attempt`) and its message does not name the sampled documents.
 """
 
 from __future__ import annotations
@@ -56,16 +57,29 @@ from pathlib import Path
 from .errors import SubmissionError
 from .registry import REFERENCE_FILTERS
 
-__all__ = ["TOLERANCE", "FRACTION", "MIN_DOCS", "SpotCheck", "NotCheckable", "sample_doc_ids", "claimed_model",
-           "parse_model_args", "spot_check", "check_crossfit", "board_seed"]
+__all__ = ["TOLERANCE", "TOLERANCES", "FRACTION", "MIN_DOCS", "SpotCheck", "SpotCheckRejected", "NotCheckable",
+           "sample_size", "miss_probability", "sample_doc_ids", "claimed_model", "parse_model_args", "spot_check",
+           "check_crossfit", "check_tuned_row", "board_seed", "record_attempt", "attempts"]
 
-#: Largest accepted |submitted - re-scored| of any class probability. Same model, same float32 weights, other
-#: batching: padding and summation order move probabilities by ~5e-7 on CPU (measured); GPU kernels (TF32)
-#: are expected to stay around 1e-4 (not measured). A different model, prompt, τ or K moves them by 1e-2 and
-#: more (SmolLM2 vs Gemma-3-270m: 0.33 on GoEmotions), so the margin costs no detection power.
-TOLERANCE = 1e-3
-FRACTION = 0.02
+#: Largest accepted |submitted - re-scored| of any class probability, per dtype of the re-scoring arithmetic.
+#: Set from measured honest re-score differences (leaderboards/tools/measure_tolerance.py; docs/LEADERBOARD.md,
+#: "Tolerance"): SmolLM2-135M, goemotions_semsoft, 500 validation documents, float32 on this CPU, batch sizes
+#: 1/8/32 and 1 vs 2 threads; the tolerance is MARGIN x the measured maximum. Only float32 runs are re-scored
+#: (the board re-scores in float32): a bf16/fp16 run is stored self-reported, so no wider tolerance is offered.
+MEASURED_MAX = {"float32": 2.34e-6}
+MARGIN = 4.0
+TOLERANCES = {dt: MARGIN * v for dt, v in MEASURED_MAX.items()}
+TOLERANCE = TOLERANCES["float32"]
+#: The cross-fitted (_ts) rows are recomputed with the same code on the same logged numbers: float noise only.
+CROSSFIT_ATOL = 1e-9
+#: Sample size: the smallest k such that a forgery of at least FORGED_SHARE of the documents (m = ceil(q N))
+#: is missed with probability at most MISS_PROB: C(N-m, k) / C(N, k) <= 0.01 (hypergeometric; see sample_size).
+FORGED_SHARE = 0.01
+MISS_PROB = 0.01
+FRACTION = FORGED_SHARE  # kept for callers of the old name
 MIN_DOCS = 20
+#: Rejected spot checks kept per (model, task, document set): the draw is deterministic per that key, so a
+#: rejection buys no fresh sample; the attempts are recorded (table spot_check_attempts) for the operator.
 #: Filters whose probabilities depend on other documents than their own (fitted across the run's documents),
 #: with the row they are fitted from.
 CROSS_DOCUMENT_FILTERS = {"constrained_ts": "constrained", "semsoft_ts": "semsoft"}
@@ -90,11 +104,36 @@ class SpotCheck:
     message: str = ""
 
 
+def miss_probability(n: int, m: int, k: int) -> float:
+    """P(a uniform sample of k of n documents misses all m forged ones) = C(n-m, k) / C(n, k)."""
+    if m <= 0:
+        return 1.0
+    if k > n - m:
+        return 0.0
+    return math.exp(math.lgamma(n - m + 1) - math.lgamma(n - m - k + 1) - math.lgamma(n + 1) + math.lgamma(n - k + 1))
+
+
+def sample_size(n: int, share: float = FORGED_SHARE, miss: float = MISS_PROB) -> int:
+    """Documents re-scored out of ``n``: the smallest k (at least MIN_DOCS, at most n) with
+    C(n-m, k)/C(n, k) <= ``miss`` for m = ceil(share * n) forged documents: 267 of 445, 432 of 4,548, and
+    -> ln(miss)/ln(1-share) = 459 for large n."""
+    if n <= MIN_DOCS:
+        return n
+    m = max(1, math.ceil(share * n - 1e-9))
+    lo, hi = MIN_DOCS, n  # miss_probability falls as k grows: bisect
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if miss_probability(n, m, mid) <= miss:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def sample_doc_ids(doc_ids: list[int], seed: int) -> list[int]:
-    """A seeded random sample of ``doc_ids``: all if at most MIN_DOCS, else max(MIN_DOCS, ceil(2 %)); sorted."""
+    """A seeded random sample of ``sample_size(len(doc_ids))`` of ``doc_ids`` (all if at most MIN_DOCS); sorted."""
     ids = sorted(doc_ids)
-    k = len(ids) if len(ids) <= MIN_DOCS else max(MIN_DOCS, math.ceil(FRACTION * len(ids)))
-    return sorted(random.Random(seed).sample(ids, k))
+    return sorted(random.Random(seed).sample(ids, sample_size(len(ids))))
 
 
 def parse_model_args(model_args) -> dict:
@@ -142,15 +181,66 @@ def claimed_model(model_args) -> tuple[str, str]:
                        "nor a model folder on this machine (the board does not download models)")
 
 
-def board_seed(con: sqlite3.Connection, predictions_hash: str) -> int:
-    """Spot-check seed of a submission: sha256(board secret, predictions hash) as a 31-bit integer. The
-    secret is created once per board database (meta key ``spot_check_secret``) and never shown."""
+def _secret(con: sqlite3.Connection) -> str:
     row = con.execute("SELECT value FROM meta WHERE key = 'spot_check_secret'").fetchone()
     if row is None:
         con.execute("INSERT OR IGNORE INTO meta VALUES ('spot_check_secret', ?)", (secrets.token_hex(32),))
         row = con.execute("SELECT value FROM meta WHERE key = 'spot_check_secret'").fetchone()
-    digest = hashlib.sha256(f"{row[0]}\x00{predictions_hash}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    return row[0]
+
+
+def board_seed(con: sqlite3.Connection, model: str, task: str, doc_set_hash: str) -> int:
+    """Spot-check seed of ``task`` for a run of ``model`` on the document set ``doc_set_hash``:
+    sha256(board secret, model, task, doc set) as a 31-bit integer. It does not depend on the predictions, so
+    any edit of a rejected run (a 1e-12 nudge included) draws the very same documents again. The secret is
+    created once per board database (meta key ``spot_check_secret``), never rendered or served."""
+    key = "\x00".join([_secret(con), str(model), str(task), str(doc_set_hash)])
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+ATTEMPTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS spot_check_attempts (
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    model TEXT NOT NULL,
+    tasks TEXT NOT NULL,
+    doc_set_hashes TEXT NOT NULL,
+    predictions_hash TEXT NOT NULL,
+    submitter TEXT NOT NULL DEFAULT '',
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+"""
+
+
+def record_attempt(con: sqlite3.Connection, *, model: str, tasks: list[str], doc_sets: list[str],
+                   predictions_hash: str, outcome: str, detail: str, submitter: str = "") -> int:
+    """Store one spot-check attempt (rejected ones included: a rejection is not free, and never secret to the
+    operator). ``detail`` holds what the submitter is not told (the worst document)."""
+    from datetime import datetime, timezone
+
+    con.executescript(ATTEMPTS_SCHEMA)
+    cur = con.execute(
+        "INSERT INTO spot_check_attempts (at, model, tasks, doc_set_hashes, predictions_hash, submitter, outcome, "
+        "detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (datetime.now(timezone.utc).isoformat(timespec="seconds"), model, ",".join(tasks), ",".join(doc_sets),
+         predictions_hash, submitter, outcome, detail))
+    return cur.lastrowid
+
+
+def attempts(con: sqlite3.Connection) -> list[dict]:
+    """All recorded spot-check attempts, oldest first."""
+    con.executescript(ATTEMPTS_SCHEMA)
+    cols = ("id", "at", "model", "tasks", "doc_set_hashes", "predictions_hash", "submitter", "outcome", "detail")
+    return [dict(zip(cols, r)) for r in con.execute(f"SELECT {', '.join(cols)} FROM spot_check_attempts ORDER BY id")]
+
+
+class SpotCheckRejected(SubmissionError):
+    """A spot check that found a mismatch; ``detail`` names the worst document (recorded, not shown)."""
+
+    def __init__(self, message: str, detail: str):
+        super().__init__(message)
+        self.detail = detail
 
 
 def check_crossfit(results_path: Path) -> dict:
@@ -187,21 +277,94 @@ def check_crossfit(results_path: Path) -> dict:
                 try:
                     with warnings.catch_warnings():  # a fit at its bound is the run's business, not the check's
                         warnings.simplefilter("ignore")
-                        scaled, _ = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
+                        scaled, fit = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
                 except ValueError as e:
                     raise SubmissionError(f"{task}: filter {ts} cannot be recomputed from {source}: {e}") from e
+                T = float(fit.T)
                 for i, p in zip(apply_to, scaled):
                     got = rows[ts][ids[i]]["probs"]
                     d = math.inf if len(got) != len(p) else float(np.max(np.abs(np.asarray(got, float) - p)))
+                    t_got = rows[ts][ids[i]].get("temperature")
+                    # the record's temperature must be the one fitted on the other fold, to float noise
+                    if t_got is not None and not (_finite(t_got) and abs(float(t_got) - T) <= CROSSFIT_ATOL * max(1.0, T)):
+                        raise SubmissionError(
+                            f"{task} document {ids[i]} (filter {ts}): the record's temperature {str(t_got)[:30]} is "
+                            f"not the temperature {T:.12g} fitted on the other fold of the run's own {source} row; "
+                            "rejected")
                     if d > worst[0]:
                         worst = (d, ids[i])
-            if not worst[0] <= TOLERANCE:
+            if not worst[0] <= CROSSFIT_ATOL:
                 raise SubmissionError(
                     f"{task} document {worst[1]} (filter {ts}): the logged probabilities differ by {worst[0]:.3g} "
                     f"from temperature scaling of the run's own {source} row, cross-fitted as the task does "
-                    f"(tolerance {TOLERANCE:g}); rejected"
+                    f"(recomputed exactly: tolerance {CROSSFIT_ATOL:g}, float noise); rejected"
                 )
             out[f"{task}/{ts}"] = worst[0]
+    return out
+
+
+def _finite(x) -> bool:
+    """A finite JSON number within float range (an integer of 400 digits is not: float() would overflow)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    return abs(x) < 2**63 if isinstance(x, int) else math.isfinite(x)
+
+
+def _tuned_key(task: str, doc: int, tuned: tuple, how: tuple) -> tuple:
+    """The configuration a semsoft_tuned record names, type- and bound-checked (SubmissionError otherwise)."""
+    tau, k, emb = tuned
+    on, n, guard, fold = how
+    ok = (_finite(tau) and 0 < float(tau) <= 1e6 and isinstance(k, int) and not isinstance(k, bool)
+          and 1 <= k <= 10**6 and isinstance(emb, str) and 0 < len(emb) <= 64 and on in ("validation", "crossfit")
+          and (n is None or (isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 10**9))
+          and (guard is None or isinstance(guard, bool)) and (fold is None or fold in (0, 1)))
+    if not ok:
+        raise SubmissionError(
+            f"{task} document {doc} (filter {TUNED_FILTER}): tuned fields tau={str(tau)[:30]}, top_k={str(k)[:30]}, "
+            f"label_embedding={str(emb)[:30]}, tuned_on={str(on)[:20]}, tuned_n={str(n)[:30]}, tuned_fold="
+            f"{str(fold)[:10]} are not a configuration (finite tau > 0, integer top_k, short embedding name, "
+            "tuned_on validation|crossfit, fold 0|1); rejected")
+    return (float(tau), k, emb, on, n, guard)
+
+
+def check_tuned_row(results_path: Path) -> dict:
+    """``semsoft_tuned`` uses ONE configuration per fold, chosen once per run: on validation documents (one
+    configuration for every record, ``tuned_fold`` null) or cross-fitted (documents sorted by id, fold =
+    position % 2 as the filter does, one configuration per fold). A record that names another configuration
+    than its fold's — a per-document choice — is rejected. Returns {task: {fold: configuration}} (stored)."""
+    from semcal_eval.runs import locate_run, read_results
+
+    results = read_results(Path(results_path))
+    subtasks = _dict(results.get("group_subtasks"))
+    tasks = sorted(t for t in results["results"] if not subtasks.get(t))
+    run = locate_run(results_path, tasks)
+    out = {}
+    for task in tasks:
+        rows = _rows(run.samples_paths[task], None, strict=False).get(TUNED_FILTER)
+        if not rows:
+            continue
+        chosen: dict = {}
+        for pos, doc in enumerate(sorted(rows)):
+            r = rows[doc]
+            key = _tuned_key(task, doc, r["tuned"], r["tuned_how"])
+            fold = r["tuned_how"][3]
+            want_fold = None if key[3] == "validation" else pos % 2
+            if fold != want_fold:
+                raise SubmissionError(
+                    f"{task} document {doc} (filter {TUNED_FILTER}): tuned_fold {fold} but a {key[3]} choice puts "
+                    f"it in fold {want_fold} (documents sorted by id, fold = position % 2); rejected")
+            if fold in chosen and chosen[fold] != key:
+                raise SubmissionError(
+                    f"{task} document {doc} (filter {TUNED_FILTER}): names configuration tau={key[0]:g}, "
+                    f"top_k={key[1]}, label_embedding={key[2]} but its fold chose tau={chosen[fold][0]:g}, "
+                    f"top_k={chosen[fold][1]}, label_embedding={chosen[fold][2]}; the tuned row uses one "
+                    "configuration per fold, a per-document choice is rejected")
+            chosen.setdefault(fold, key)
+        if len({k[3] for k in chosen.values()}) > 1:
+            raise SubmissionError(f"{task} (filter {TUNED_FILTER}): records mix validation and crossfit choices; "
+                                  "rejected")
+        out[task] = {str(f): {"tau": k[0], "top_k": k[1], "label_embedding": k[2], "tuned_on": k[3],
+                              "tuned_n": k[4]} for f, k in sorted(chosen.items(), key=lambda kv: str(kv[0]))}
     return out
 
 
@@ -237,8 +400,9 @@ def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
             if strict:
                 raise NotCheckable("records are not classification records")
             continue
-        row = {"probs": rec["probs"], "doc_hash": r.get("doc_hash"),
-               "tuned": tuple(rec.get(k) for k in ("tuned_tau", "tuned_top_k", "tuned_embedding"))}
+        row = {"probs": rec["probs"], "doc_hash": r.get("doc_hash"), "temperature": rec.get("temperature"),
+               "tuned": tuple(rec.get(k) for k in ("tuned_tau", "tuned_top_k", "tuned_embedding")),
+               "tuned_how": tuple(rec.get(k) for k in ("tuned_on", "tuned_n", "tuned_guard", "tuned_fold"))}
         if gold:
             row["gold"] = rec.get("gold")
         out.setdefault(r["filter"], {})[r["doc_id"]] = row
@@ -288,19 +452,24 @@ def _tuned_configs(task: str, rows: dict[int, dict], ids: list[int], grid: dict 
     return out
 
 
-def spot_check(results_path: Path, *, seed: int | None = None, splits: dict[str, str] | None = None,
-               work_dir: Path | None = None, progress=print) -> SpotCheck:
+def spot_check(results_path: Path, *, seed: int | None = None, seeds: dict[str, int] | None = None,
+               splits: dict[str, str] | None = None, work_dir: Path | None = None, progress=print) -> SpotCheck:
     """Spot-check the validated run of ``results_path`` (see the module docstring). ``splits``: task -> the
     split validate_run checked the documents against (preferred to the run's own metadata).
 
-    Returns a :class:`SpotCheck` (tier ``spot-checked``, or ``self-reported`` with the reason); raises
-    SubmissionError naming the worst document when the probabilities differ beyond :data:`TOLERANCE`."""
+    ``seeds``: task -> the board's seed (:func:`board_seed`). ``seed``: a seed chosen by the caller
+    (``--spot-check-seed``); such a check is reported but can never give the ``spot-checked`` tier, since whoever
+    chose the seed knew the sample. Returns a :class:`SpotCheck` (tier ``spot-checked``, or ``self-reported``
+    with the reason); raises :class:`SpotCheckRejected` when the probabilities differ beyond :data:`TOLERANCE`
+    (the message does not name the sampled documents; ``detail`` does, for the attempts table)."""
     from semcal_eval.runs import RunError, locate_run, read_results
 
     from .evaluate import PINNED, lm_eval_command, run_lm_eval
 
     results = read_results(Path(results_path))
-    seed = secrets.randbelow(2**31) if seed is None else int(seed)
+    chosen = seed is not None
+    base = int(seed) if chosen else secrets.randbelow(2**31)
+    task_seeds: dict[str, int] = {}
     config = _dict(results.get("config"))
     try:
         pretrained, claim = claimed_model(config.get("model_args"))
@@ -338,7 +507,9 @@ def spot_check(results_path: Path, *, seed: int | None = None, splits: dict[str,
             if not filters:
                 unchecked[task] = "no filter of this run is a per-document function of the model"
                 continue
-            ids = sample_doc_ids(list(sub_rows[filters[0]]), seed + sum(map(ord, task)))
+            tseed = (seeds or {}).get(task) if not chosen else None
+            task_seeds[task] = tseed if tseed is not None else base + sum(map(ord, task))
+            ids = sample_doc_ids(list(sub_rows[filters[0]]), task_seeds[task])
             meta, split = _rescore_metadata(cfg, task in semsoft_tasks)
             grid = meta.pop("tune_grid", None)
             split = (splits or {}).get(task) or split
@@ -355,7 +526,7 @@ def spot_check(results_path: Path, *, seed: int | None = None, splits: dict[str,
                 cmd = lm_eval_command(pretrained, [task], out, samples={task: j_ids}, split=split, metadata=j_meta,
                                       settings=PINNED)
                 progress(f"spot check: re-scoring {len(j_ids)} of {len(sub_rows[filters[0]])} documents of {task} "
-                         f"({', '.join(j_filters)}) with {pretrained} (seed {seed})")
+                         f"({', '.join(j_filters)}) with {pretrained}")
                 err = run_lm_eval(cmd, tmp / f"{task}-{j_no}.log")
                 if err:
                     failed = f"re-scoring failed: {err}"
@@ -372,7 +543,7 @@ def spot_check(results_path: Path, *, seed: int | None = None, splits: dict[str,
             checked[task] = len(ids)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return _finish(checked, unchecked, worst, seed, claim, pretrained)
+    return _finish(checked, unchecked, worst, task_seeds, chosen, claim, pretrained)
 
 
 def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compared_with=None) -> dict:
@@ -407,25 +578,39 @@ def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compare
     return worst
 
 
-def _finish(checked, unchecked, worst, seed, claim, pretrained) -> SpotCheck:
+def _finish(checked, unchecked, worst, task_seeds, chosen, claim, pretrained) -> SpotCheck:
     from .evaluate import PINNED
 
-    check = {"n_docs": sum(checked.values()), "docs_per_task": checked, "seed": seed, "tolerance": TOLERANCE,
+    # The board's seeds are secret (the draw is fixed per model, task and document set, so a published seed
+    # would publish the sample): only a commitment is stored with the entry; a chosen seed is shown as chosen.
+    draw = {"seed_chosen_by_submitter": bool(chosen)}
+    if chosen:
+        draw["seeds"] = task_seeds
+    else:
+        draw["seed_sha256"] = {t: hashlib.sha256(str(v).encode()).hexdigest()[:16] for t, v in task_seeds.items()}
+    check = {"n_docs": sum(checked.values()), "docs_per_task": checked, "tolerance": TOLERANCE,
+             "forged_share_caught": {"share": FORGED_SHARE, "probability": 1 - MISS_PROB}, **draw,
              "model": claim, "rescored_with": pretrained, "backend": PINNED["backend"], "dtype": PINNED["dtype"],
              "device": PINNED["device"]}
     if checked:
         check["max_abs_diff"] = worst["diff"]
-        check["worst_doc"] = {k: worst[k] for k in ("task", "doc_id", "filter")}
     if checked and not worst["diff"] <= TOLERANCE:
-        raise SubmissionError(
-            f"spot check failed: {worst['task']} document {worst['doc_id']} (filter {worst['filter']}): the "
-            f"submitted probabilities differ from {claim}'s by {worst['diff']:.3g} (tolerance {TOLERANCE:g}; "
-            f"{check['n_docs']} documents re-scored, seed {seed}); the run was not produced by the model its "
-            "model_args name with the settings its task config records"
+        raise SpotCheckRejected(
+            f"spot check failed: {worst['task']} (filter {worst['filter']}): the submitted probabilities differ "
+            f"from {claim}'s by {worst['diff']:.3g} (tolerance {TOLERANCE:g}; {check['n_docs']} documents "
+            "re-scored, which ones is not disclosed); the run was not produced by the model its model_args name "
+            "with the settings its task config records. The attempt is recorded; resubmitting draws the same "
+            "documents",
+            detail=json.dumps({"worst": worst, "seeds": task_seeds}, sort_keys=True, default=str),
         )
     if unchecked:
         reason = "; ".join(f"{t}: {why}" for t, why in sorted(unchecked.items()))
         return SpotCheck("self-reported", {"reason": reason, "spot_check": check}, f"not spot-checked: {reason}")
+    if chosen:
+        reason = ("re-scored with a spot-check seed chosen by the submitter (--spot-check-seed), who therefore "
+                  "knew which documents would be checked: not a spot-checked entry")
+        return SpotCheck("self-reported", {"reason": reason, "spot_check": check},
+                         f"spot check with a chosen seed passed (max |diff| {worst['diff']:.2g}); {reason}")
     return SpotCheck("spot-checked", {"spot_check": check},
                      f"spot check passed: {check['n_docs']} documents re-scored with {pretrained}, max |diff| "
-                     f"{worst['diff']:.2g} <= {TOLERANCE:g} (worst: {worst['task']} document {worst['doc_id']})")
+                     f"{worst['diff']:.2g} <= {TOLERANCE:g}")

@@ -82,13 +82,16 @@ def _read(path, split):
     return datasets.Dataset.from_list(rows, split=datasets.NamedSplit(split))
 
 
-def _load(task, split=None, train_split=None, **_):
-    # like semcal_eval.data.lm_eval_dataset: metadata split / train_split choose the files
+def _load(task, split=None, train_split=None, first=None, **_):
+    # like semcal_eval.data.lm_eval_dataset: metadata split / train_split choose the files; ``first`` keeps the
+    # first N documents, a stand-in for metadata that selects documents (Civil Comments' band)
     split, train_split = split or "test", train_split or "train"
     folder = HERE / task
     if not (folder / f"{split}.jsonl").is_file():
         raise FileNotFoundError(f"{task} has no split {split!r} under {folder}")
     out = {"eval": _read(folder / f"{split}.jsonl", split)}
+    if isinstance(first, int):
+        out["eval"] = out["eval"].select(range(first))
     if (folder / f"{train_split}.jsonl").is_file():
         out["train"] = _read(folder / f"{train_split}.jsonl", train_split)
     return datasets.DatasetDict(out)
@@ -235,6 +238,7 @@ def write_run(
     variants: dict[str, dict[str, list[dict]]] | None = None,
     tasks_dir: str | Path | None = None,
     metadata: dict | None = None,
+    dataset_size: int | None = None,
 ) -> Path:
     """Write one lm-eval-shaped run of ``task``; return the results file path.
 
@@ -254,7 +258,7 @@ def write_run(
     if tasks_dir:
         first = next(iter(filters.values()))[0]
         k = len(first["probs"]) if "probs" in first else N_CLASSES
-        write_synth_data(tasks_dir, task, original, k)
+        write_synth_data(tasks_dir, task, dataset_size or original, k)
     else:
         k = N_CLASSES
     docs = synth_docs(task, n, k=k)

@@ -56,12 +56,13 @@ class Board:
         self.tiers: dict[int, str] = {}
 
     def add(self, name: str, model: str, filters: dict, *, tier: str | None = None, **run_kw) -> int:
-        S.write_run(self.tmp / "runs" / name, CLS, filters, self.metrics, model_name=name, **run_kw)
+        # the run names the model (the board derives the displayed name from model_args, issue 25)
+        S.write_run(self.tmp / "runs" / name, CLS, filters, self.metrics, model_name=model, **run_kw)
         sub = validate_run(self.tmp / "runs" / name, self.tasks)
         con = DB.connect(self.db)
         try:
-            kw = {"tier": tier} if tier and "tier" in inspect.signature(DB.insert).parameters else {}
-            sid = DB.insert(con, sub, model, "base", **kw)
+            # default: a trusted tier, so the row is in the default views (self-reported rows have their own table)
+            sid = DB.insert(con, sub, model, "base", tier=tier or "spot-checked")
         finally:
             con.close()
         if tier:
@@ -222,7 +223,7 @@ def test_partial_runs_are_never_ranked_with_full_runs(board, tmp_path):
 
 def test_tier_shown_everywhere_and_verified_ranks(board, tmp_path):
     items = S.cls_items(N, seed=5)
-    board.add("best", "self-best", {"constrained": items})  # no tier given: self-reported
+    board.add("best", "self-best", {"constrained": items}, tier="self-reported")
     board.add("mid", "verified-mid", {"constrained": S.cls_items(N, seed=5, temperature=0.5)}, tier="verified")
     board.add("bad", "spot-worst", {"constrained": S.cls_items(N, seed=5, temperature=3.0)}, tier="spot-checked")
     board.add("worse", "verified-worst", {"constrained": S.cls_items(N, seed=5, temperature=0.2)}, tier="verified")
@@ -230,7 +231,11 @@ def test_tier_shown_everywhere_and_verified_ranks(board, tmp_path):
     render(board.entries(), site, warn=None)
 
     rows = model_rows(index_tables(site)["board"])
-    assert rows["self-best"]["tier"][:2] == ("self-reported", "self-reported, unverified")
+    # issue 25: the self-reported (and best) row is not in the default table but in its own
+    assert "self-best" not in rows
+    self_rows = model_rows(index_tables(site)["self"])
+    assert self_rows["self-best"]["tier"][:2] == ("self-reported", "self-reported, unverified")
+    assert self_rows["self-best"]["ece_rank"][1] == "1"  # ranked among self-reported entries only
     assert rows["verified-mid"]["tier"][:2] == ("verified", "verified")
     assert rows["spot-worst"]["tier"][:2] == ("spot-checked", "spot-checked")
     assert rows["verified-mid"]["_attrs"]["data-tier"] == "verified"
@@ -239,7 +244,7 @@ def test_tier_shown_everywhere_and_verified_ranks(board, tmp_path):
     ver = sorted((m for m in rows if m.startswith("verified")), key=eces.get)
     for i, m in enumerate(ver, 1):
         assert rows[m]["ece_rank"][2]["data-verified"] == repr(float(i))
-    assert rows["self-best"]["ece_rank"][2]["data-verified"] == "NaN"
+    assert self_rows["self-best"]["ece_rank"][2]["data-verified"] == "NaN"
     assert int(rows[ver[0]]["ece_rank"][1]) == sorted(eces.values()).index(eces[ver[0]]) + 1
     verified_overall = [r["1"][1] for r in index_tables(site)["overall-verified"]]
     assert sorted(verified_overall) == sorted(ver)
@@ -253,7 +258,8 @@ def test_tier_shown_everywhere_and_verified_ranks(board, tmp_path):
     assert by["self-best"]["tier"] == "self-reported" and by["verified-mid"]["tier"] == "verified"
     assert by["verified-mid"]["ece_rank_verified"] in ("1", "2")
     md = (site / "leaderboard.md").read_text()
-    assert "| self&#45;best |" not in md and "| self-best | base | constrained | self-reported, unverified |" in md
+    head, _, tail = md.partition("## Self-reported entries")
+    assert "self-best" not in head and "| self-best | base | constrained | self-reported, unverified |" in tail
     assert "## Overall, verified entries only" in md
 
 
@@ -477,9 +483,13 @@ def test_render_keeps_foreign_files_and_refuses_foreign_folders(board, tmp_path,
     site.mkdir()
     (site / "README.md").write_text("kept")
     (site / "board.sqlite").write_bytes(board.db.read_bytes())
-    assert main(["render", "--out", str(site), "--db", str(site / "board.sqlite")]) == 0
+    # issue 25: the old snapshot layout (the database inside the served folder) is refused, both ways
+    assert main(["render", "--out", str(site), "--db", str(site / "board.sqlite")]) == 2
+    assert main(["render", "--out", str(site), "--db", str(board.db)]) == 2
+    assert "database" in capsys.readouterr().err
+    (site / "board.sqlite").unlink()
+    assert main(["render", "--out", str(site), "--db", str(board.db)]) == 0
     assert (site / "README.md").read_text() == "kept" and (site / "index.html").is_file()
-    assert (site / "board.sqlite").read_bytes() == board.db.read_bytes()
 
     (site / "notes").mkdir()
     before = tree(site)

@@ -102,14 +102,14 @@ def test_honest_submission_passes_the_spot_check(evaluated, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     db_path = tmp_path / "board.sqlite"
     p = board("submit", str(run_dir), "--model-name", "SmolLM2-135M-Instruct", "--method", "base",
-              "--db", str(db_path), "--spot-check-seed", "7")
+              "--db", str(db_path))
     assert p.returncode == 0, p.stderr[-3000:]
     assert "spot check passed" in p.stdout
     (sub,) = submissions(db_path)
     assert sub["tier"] == "spot-checked"
     sc = sub["verification"]["spot_check"]
-    assert sc["seed"] == 7 and sc["tolerance"] == spotcheck.TOLERANCE
-    assert sc["n_docs"] == spotcheck.MIN_DOCS  # 2 % of 40 is below the floor of 20
+    assert sc["seed_chosen_by_submitter"] is False and "seeds" not in sc and sc["tolerance"] == spotcheck.TOLERANCE
+    assert sc["n_docs"] == LIMIT == spotcheck.sample_size(LIMIT)  # 1 % of 40 is one document: all are re-scored
     assert sc["max_abs_diff"] <= spotcheck.TOLERANCE
     # the semsoft_tuned row was re-scored too, at the configuration its records name
     assert "(semsoft_tuned) with" in p.stdout + p.stderr
@@ -154,13 +154,17 @@ def test_model_swap_is_rejected_naming_the_worst_document(evaluated, gemma, tmp_
               "--spot-check-seed", "7")
     assert p.returncode == 2, p.stdout + p.stderr[-3000:]
     err = p.stderr.strip().splitlines()[-1]
-    assert err.startswith("error: spot check failed: goemotions_semsoft document "), err
+    assert err.startswith("error: spot check failed: goemotions_semsoft (filter "), err
     assert "semcal:gemma3-270m" in err and f"tolerance {spotcheck.TOLERANCE:g}" in err
-    doc = int(err.split("document ")[1].split()[0])
-    assert doc in spotcheck.sample_doc_ids(list(range(LIMIT)), 7 + sum(map(ord, TASK)))
     diff = float(err.split("by ")[1].split()[0])
     assert diff > 100 * spotcheck.TOLERANCE  # a different model is far outside float noise
     assert submissions(db_path) == []  # nothing stored
+    # the attempt is recorded, with the worst document the submitter is not told
+    con = db.connect(db_path)
+    (att,) = spotcheck.attempts(con)
+    con.close()
+    doc = json.loads(att["detail"])["worst"]["doc_id"]
+    assert doc in spotcheck.sample_doc_ids(list(range(LIMIT)), 7 + sum(map(ord, TASK)))
 
 
 @pytest.mark.slow
@@ -269,8 +273,8 @@ def test_spot_check_sample_is_seeded_and_sized():
     ids = list(range(4548))
     a = spotcheck.sample_doc_ids(ids, 3)
     assert a == spotcheck.sample_doc_ids(ids, 3) and a != spotcheck.sample_doc_ids(ids, 4)
-    assert len(a) == 91 and set(a) <= set(ids)  # ceil(2 % of 4548)
-    assert len(spotcheck.sample_doc_ids(list(range(300)), 0)) == spotcheck.MIN_DOCS
+    assert len(a) == 432 and set(a) <= set(ids)  # catches a 1 % forgery with 99 % (issue 25)
+    assert len(spotcheck.sample_doc_ids(list(range(300)), 0)) == spotcheck.sample_size(300)
     assert spotcheck.sample_doc_ids(list(range(12)), 0) == list(range(12))
 
 
@@ -312,13 +316,13 @@ def test_cross_fitted_rows_are_recomputed_from_the_runs_own_rows(evaluated, tmp_
         spotcheck.check_crossfit(next(edited.glob("*/results_*.json")))
 
 
-def test_board_seed_is_secret_per_board_and_stable_per_predictions(tmp_path):
+def test_board_seed_is_secret_per_board_and_stable_per_model_task_docset(tmp_path):
     a, b = db.connect(tmp_path / "a.sqlite"), db.connect(tmp_path / "b.sqlite")
     try:
-        s1 = spotcheck.board_seed(a, "f" * 64)
-        assert spotcheck.board_seed(a, "f" * 64) == s1  # a resubmission draws the same documents
-        assert spotcheck.board_seed(a, "e" * 64) != s1
-        assert spotcheck.board_seed(b, "f" * 64) != s1  # another board's secret: another sample
+        s1 = spotcheck.board_seed(a, "semcal:m", TASK, "f" * 64)
+        assert spotcheck.board_seed(a, "semcal:m", TASK, "f" * 64) == s1  # a resubmission draws the same documents
+        assert spotcheck.board_seed(a, "semcal:m", TASK, "e" * 64) != s1
+        assert spotcheck.board_seed(b, "semcal:m", TASK, "f" * 64) != s1  # another board's secret: another sample
     finally:
         a.close()
         b.close()

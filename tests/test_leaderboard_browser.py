@@ -66,7 +66,7 @@ def site(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SEMCAL_BOARD_TASKS_DIR", str(tasks))  # where write_run puts the synthetic dataset
         for name, model, filters in runs:
-            S.write_run(tmp / name, "semcal_synth_cls", filters, metrics, model_name=name)
+            S.write_run(tmp / name, "semcal_synth_cls", filters, metrics, model_name=model)  # names the model
             rc = main(["submit", str(tmp / name), "--model-name", model, "--method", "base", "--db", db,
                        "--tasks-dir", str(tasks)])
             assert rc == 0

@@ -42,12 +42,16 @@
     var task = document.getElementById("task").value;
     var showRef = document.getElementById("show-ref").checked;
     var verifiedOnly = document.getElementById("verified-only").checked;
+    var showSelf = document.getElementById("show-self");
+    var selfSection = document.getElementById("self-reported-section");
+    // self-reported entries live in their own table, shown only on request and never ranked with the others
+    if (selfSection) selfSection.hidden = !(showSelf && showSelf.checked) || verifiedOnly;
     showRanks(verifiedOnly);
     ["overall-table", "overall-verified"].forEach(function (id) {
       var t = document.getElementById(id);
       if (t) t.hidden = (id === "overall-verified") !== verifiedOnly;
     });
-    ["board", "partial"].forEach(function (id) {
+    ["board", "partial", "self"].forEach(function (id) {
       var table = document.getElementById(id);
       if (!table) return;
       var shown = 0, rows = table.tBodies[0].rows;
@@ -64,15 +68,16 @@
     });
   }
   document.addEventListener("DOMContentLoaded", function () {
-    var tables = document.querySelectorAll("table#board, table#partial, table#entry");
+    var tables = document.querySelectorAll("table#board, table#partial, table#self, table#entry");
     Array.prototype.forEach.call(tables, function (table) {
       Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
         th.addEventListener("click", function () { sortTable(table, th); });
       });
     });
     if (!document.getElementById("q")) return;  // entry pages: sorting only
-    ["q", "task", "show-ref", "verified-only"].forEach(function (id) {
+    ["q", "task", "show-ref", "verified-only", "show-self"].forEach(function (id) {
       var el = document.getElementById(id);
+      if (!el) return;
       el.addEventListener("input", applyFilter);
       el.addEventListener("change", applyFilter);
     });
