@@ -147,6 +147,18 @@ _ROWS = [
            doc="10-bin ECE of 1 - semantic entropy / log K"),
     Metric("brier_conf_entropy", False, "any", _brier_conf, _brier_conf_loss, view=("conf_entropy", "correct")),
     Metric("auroc_conf_entropy", True, "any", _auroc, view=("conf_entropy", "correct")),
+    # selective prediction (issue 23): lm-polygraph's PRR (whole curve, its default max_rejection=1; and up
+    # to 50% rejected), AUARC, accuracy at fixed coverage, HELM's 1-bin ECE
+    Metric("prr", True, "any", lambda a: M.prr(a.conf, a.correct), ci=True,
+           doc="prediction-rejection ratio, max rejection 100% (lm-polygraph's default)"),
+    Metric("prr_50", True, "any", lambda a: M.prr(a.conf, a.correct, 0.5), doc="PRR up to 50% rejected"),
+    Metric("auarc", True, "any", lambda a: M.auarc(a.conf, a.correct), ci=True,
+           doc="area under the accuracy-rejection curve (1 - aurc)"),
+    Metric("acc_at_50cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.5), ci=True),
+    Metric("acc_at_80cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.8), ci=True),
+    Metric("acc_at_90cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.9), ci=True),
+    Metric("ece_1bin", False, "any", lambda a: M.ece_1bin(a.conf, a.correct), ci=True,
+           doc="|mean conf - accuracy| (HELM's 1-bin ECE)"),
 ]
 
 #: name -> Metric, in table order
