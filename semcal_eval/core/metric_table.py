@@ -37,6 +37,7 @@ __all__ = [
     "CI_N_BOOT",
     "CI_SEED",
     "CI_METRICS",
+    "RANK_METRICS",
     "TEMPERATURE",
     "PARAMETERS",
     "TEXT_PARAMETERS",
@@ -163,6 +164,11 @@ _ROWS = [
 
 #: name -> Metric, in table order
 METRICS: dict[str, Metric] = {m.name: m for m in _ROWS}
+#: the metrics of a confidence that read only its ranking (unchanged by any increasing map of conf): the ones a
+#: non-probability uncertainty score is reported by (issue 23); accuracy / EM do not read conf at all
+RANK_METRICS: frozenset[str] = frozenset({
+    "acc", "em", "auroc_conf", "aurc", "acc_at_10cov", "prr", "prr_50", "auarc", "acc_at_50cov", "acc_at_80cov",
+    "acc_at_90cov"})
 #: metrics with a bootstrap CI
 CI_METRICS: tuple[str, ...] = tuple(m.name for m in _ROWS if m.ci)
 
