@@ -35,7 +35,9 @@ import math
 from collections import defaultdict
 
 #: The ranked board columns, main first: ECE (the main metric) and Brier (a proper score beside it).
-RANKED = ("ece", "brier")
+RANKED = ("ece", "brier", "prr")
+#: ranked columns where higher is better (ranked by the negated value)
+RANKED_HIGHER = frozenset({"prr"})
 #: Verification tiers, most trusted first (set by the board at submit time, see docs/LEADERBOARD.md).
 TIERS = ("verified", "spot-checked", "self-reported")
 COVERAGES = ("full", "partial")
@@ -113,9 +115,10 @@ def rank_entries(entries: list[dict]) -> list[dict]:
     for rows in groups.values():
         verified = [e for e in rows if e["tier"] == "verified"]
         for col in RANKED:
-            for e, r in zip(rows, _rank([e["board"][col] for e in rows])):
+            sign = -1.0 if col in RANKED_HIGHER else 1.0
+            for e, r in zip(rows, _rank([sign * e["board"].get(col, math.nan) for e in rows])):
                 e[f"{col}_rank"] = r
-            for e, r in zip(verified, _rank([e["board"][col] for e in verified])):
+            for e, r in zip(verified, _rank([sign * e["board"].get(col, math.nan) for e in verified])):
                 e[f"{col}_rank_verified"] = r
     kept.sort(key=lambda e: (e["coverage"] != "full", e["task"], "" if e["coverage"] == "full" else e["doc_set_hash"],
                              e["is_reference"], e.get("ece_rank") or 0, e["entry_id"]))

@@ -273,6 +273,7 @@ def risk_coverage_plot(
     ax.set_xlabel("coverage (share of questions answered, most confident first)")
     ax.set_ylabel("risk (error rate of the answered)")
     ax.set_title(title or "Risk–coverage")
-    ax.legend(loc="upper left", fontsize=7, frameon=True, ncol=2)
+    # below the axes: with a dozen estimators an inside legend would cover the curves
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=7, frameon=False, ncol=2)
     ax.grid(alpha=0.3, linewidth=0.5)
     return ax if fig is None else _finish(fig, ax_or_path)

@@ -189,6 +189,9 @@ ROLES: dict[str, dict[str, str]] = {
     CLASSIFICATION: {"ece": "ece_uw15", "brier": "brier_mc", "nll": "nll", "auroc": "auroc_conf", "acc": "acc"},
     CONFIDENCE: {"ece": "ece_uw10", "brier": "brier_conf", "nll": "nll_conf", "auroc": "auroc_conf", "acc": "acc"},
 }
+# issue 23: the prediction-rejection ratio of the confidence (lm-polygraph's metric of record), for both kinds
+for _roles in ROLES.values():
+    _roles["prr"] = "prr"
 #: ECE bins of each kind's headline ECE (reliability diagrams use the same)
 ROLE_BINS: dict[str, int] = {CLASSIFICATION: 15, CONFIDENCE: 10}
 
