@@ -191,3 +191,28 @@ def test_prr_ci_with_one_class_resamples_is_defined():
         warnings.simplefilter("ignore", M.SemcalMetricWarning)
         lo, hi = T.ci("prr", R.to_arrays([R.confidence_record(c, y) for c, y in zip(conf, correct)]))
     assert 0.5 < lo <= hi <= 1.0 + 1e-12
+
+
+# ---------------------------------------------------------------- report pieces (issue 23)
+
+
+def test_risk_coverage_plot_and_judge_band_table(tmp_path):
+    from semcal_eval import plots, report
+
+    conf, correct = _random(30, 4)
+    path = plots.risk_coverage_plot(tmp_path / "rc.png", {"a": (conf, correct), "const": (np.full(30, 0.5), correct)})
+    assert path.stat().st_size > 1000 and path.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="non-empty"):
+        plots.risk_coverage_plot(tmp_path / "x.png", {})
+    table = {"judge_f1": {"n": 30, "auroc_conf": 0.70, "prr": 0.30, "ece_uw10": 0.10},
+             "judge_em": {"n": 30, "auroc_conf": 0.60, "prr": 0.10, "ece_uw10": 0.25},
+             "msp": {"n": 30, "auroc_conf": 0.99, "prr": 0.99, "ece_uw10": 0.0}}
+    md = report.judge_band_table(table)
+    assert "msp" not in md and "0.600–0.700 (spread 0.100)" in md and "0.100–0.300 (spread 0.200)" in md
+    assert "0.100–0.250 (spread 0.150)" in md and report.judge_band_table({"msp": {}}) is None
+    # a ranking score's calibration columns are blanked, its ranking ones kept; a probability row untouched
+    t = {"eigv": {"n": 3, "ece_uw10": 0.2, "auroc_conf": 0.7, "prr": 0.1, "prr_ci_lo": 0.0, "brier_conf_ci_lo": 0.1},
+         "msp": {"n": 3, "ece_uw10": 0.2}}
+    report._mask_ranking_rows(t)
+    assert math.isnan(t["eigv"]["ece_uw10"]) and math.isnan(t["eigv"]["brier_conf_ci_lo"])
+    assert t["eigv"]["prr"] == 0.1 and t["eigv"]["prr_ci_lo"] == 0.0 and t["msp"]["ece_uw10"] == 0.2
