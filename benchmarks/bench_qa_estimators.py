@@ -156,21 +156,42 @@ def summarise(dataset: str, lines: list[dict], k: int, ptrue=None) -> dict:
         names = [m for m in METRICS if prob or m not in ("ece_uw10", "ece_1bin", "brier_conf")]
         m = T.compute_all(a, names, ci_names=["prr", "auroc_conf"])
         if not prob:  # a calibration metric of a ranking score only after a cross-fitted monotone map
-            iso = E.crossfit_calibrate(raw[name] if name in E.ESTIMATORS else c, correct)
-            if name in E.ESTIMATORS and not _increasing(name):
-                iso = E.crossfit_calibrate([-x for x in raw[name]], correct)
+            iso = E.crossfit_calibrate(c, correct)  # conf is an increasing map of the score: same ranking
             ai = to_arrays([confidence_record(ci, y) for ci, y in zip(iso, correct)])
             m.update({f"{x}_iso": T.compute(x, ai) for x in ("ece_uw10", "ece_1bin", "brier_conf")})
         m["probability"] = prob
         m["cost_share"] = cost[name] / gen
         rows[name] = m
+    deltas = {f"{x} - {y}": paired_delta(confs[x], confs[y], correct) for x, y in PAIRS if x in confs and y in confs}
     return {"dataset": dataset, "n": len(lines), "k": k, "accuracy": float(np.mean(correct)),
-            "gen_seconds": gen, "rows": rows}
+            "gen_seconds": gen, "rows": rows, "deltas": deltas}
 
 
-def _increasing(name: str) -> bool:
-    # the raw scores of MSP and lexical similarity are confidences; the others are uncertainties
-    return name in ("msp", "lexsim")
+#: paired comparisons reported with a bootstrap CI of the difference (same resampled documents for both)
+PAIRS = (("cluster_share", "msp"), ("cluster_share", "perplexity"), ("eigv", "msp"), ("eigv", "perplexity"),
+         ("1-SE/lnK", "msp"), ("degree", "perplexity"), ("lexsim", "perplexity"))
+
+
+def paired_delta(conf_a, conf_b, correct, n_boot=1000, seed=0) -> dict:
+    """PRR(a) − PRR(b) and AUROC(a) − AUROC(b) with a paired percentile bootstrap over documents (95%)."""
+    import warnings
+
+    from semcal_eval.core import metrics as M
+
+    a, b, y = (np.asarray(x, dtype=float) for x in (conf_a, conf_b, correct))
+    rng = np.random.default_rng(seed)
+    out = {}
+    for key, fn in (("prr", M.prr), ("auroc", M.auroc_confidence)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = []
+            for _ in range(n_boot):
+                i = rng.integers(0, len(y), len(y))
+                d.append(fn(a[i], y[i]) - fn(b[i], y[i]))
+            d = np.asarray(d)
+            d = d[np.isfinite(d)]
+            out[key] = (float(fn(a, y) - fn(b, y)), *(float(q) for q in np.quantile(d, [0.025, 0.975])))
+    return out
 
 
 def table(results: list[dict]) -> str:
@@ -196,6 +217,10 @@ def table(results: list[dict]) -> str:
                 f"({f('ece_uw10_iso')} iso)", f"({f('ece_1bin_iso')} iso)", f"({f('brier_conf_iso')} iso)"]
             out.append(f"| {name} | {f('auroc_conf', True)} | {f('prr', True)} | {f('prr_50')} | {f('auarc')} | "
                        f"{f('acc_at_80cov')} | " + " | ".join(cal) + f" | {100 * m['cost_share']:.3f}% |")
+        out.append("\n| paired difference (same documents) | ΔPRR [95% CI] | ΔAUROC [95% CI] |\n|---|---|---|")
+        for pair, d in r.get("deltas", {}).items():
+            out.append(f"| {pair} | {d['prr'][0]:+.3f} [{d['prr'][1]:+.2f}, {d['prr'][2]:+.2f}] | "
+                       f"{d['auroc'][0]:+.3f} [{d['auroc'][1]:+.2f}, {d['auroc'][2]:+.2f}] |")
     return "\n".join(out)
 
 
