@@ -263,14 +263,13 @@ class EstimatorFilter(JudgeFilter):
     of the documents (position % 2, as the ``_ts`` rows), and ``probability`` is True.
     """
 
-    _warned: set = set()
-
     def __init__(self, estimator: str = "msp", calibrate: str | None = None, ptrue_model: str | None = None,
                  **kwargs):
         super().__init__(**kwargs)
         if estimator not in EST.ESTIMATORS and estimator != "ptrue":
             raise ValueError(f"EstimatorFilter: unknown estimator {estimator!r}; known: {[*EST.ESTIMATORS, 'ptrue']}")
         self.estimator, self.calibrate = estimator, calibrate
+        self._warned: set = set()  # lm-eval builds the filter once per apply: one warning per row and run
         self._ptrue = None
         self.ptrue_model = ptrue_model or QA_DEFAULTS["ptrue_model"]
 
