@@ -35,7 +35,9 @@ import math
 from collections import defaultdict
 
 #: The ranked board columns, main first: ECE (the main metric) and Brier (a proper score beside it).
-RANKED = ("ece", "brier")
+RANKED = ("ece", "brier", "prr")
+#: ranked columns where higher is better (ranked by the negated value)
+RANKED_HIGHER = frozenset({"prr"})
 #: Verification tiers, most trusted first (set by the board at submit time, see docs/LEADERBOARD.md).
 TIERS = ("verified", "spot-checked", "self-reported")
 COVERAGES = ("full", "partial")
@@ -121,10 +123,11 @@ def rank_entries(entries: list[dict]) -> list[dict]:
         for e in rows:
             e["ranked_among"] = "verified+spot-checked" if e["tier"] in TRUSTED else "self-reported"
         for col in RANKED:
+            sign = -1.0 if col in RANKED_HIGHER else 1.0
             for subset in (trusted, self_rep):
-                for e, r in zip(subset, _rank([e["board"][col] for e in subset])):
+                for e, r in zip(subset, _rank([sign * e["board"].get(col, math.nan) for e in subset])):
                     e[f"{col}_rank"] = r
-            for e, r in zip(verified, _rank([e["board"][col] for e in verified])):
+            for e, r in zip(verified, _rank([sign * e["board"].get(col, math.nan) for e in verified])):
                 e[f"{col}_rank_verified"] = r
     kept.sort(key=lambda e: (e["coverage"] != "full", e["task"], "" if e["coverage"] == "full" else e["doc_set_hash"],
                              e["is_reference"], e.get("ece_rank") or 0, e["entry_id"]))

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from .core import metrics as M
 
-__all__ = ["reliability_diagram", "confidence_histogram", "sweep_plot", "soft_scatter"]
+__all__ = ["reliability_diagram", "confidence_histogram", "sweep_plot", "soft_scatter", "risk_coverage_plot"]
 
 _DPI = 120
 
@@ -240,5 +240,46 @@ def soft_scatter(
     ax.set_ylabel("predicted P(positive)")
     ax.set_title(title)
     _legend_outside(ax)
+    ax.grid(alpha=0.3, linewidth=0.5)
+    return ax if fig is None else _finish(fig, ax_or_path)
+
+
+def risk_coverage_plot(
+    ax_or_path: Axes | str | Path | None,
+    series: Mapping[str, tuple[Sequence[float], Sequence[int]]],
+    title: str | None = None,
+) -> Any:
+    """Risk–coverage curves of ``series`` = {name: (conf, correct)} on one axes (Geifman & El-Yaniv 2017):
+    at coverage k/n, the error rate of the k most confident documents (ties: expected value over random
+    tie-breaking, as :func:`semcal_eval.core.metrics.aurc`); the legend gives AURC and PRR. The dotted line is
+    the random order (the overall error rate), the grey one the oracle (errors rejected first).
+    """
+    _check_series(series, "series")
+    fig, ax = _single_axes(ax_or_path, 7.0, 5.0)
+    colors = _colors(len(series))
+    base = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", M.SemcalMetricWarning)
+        for j, (name, (c, y)) in enumerate(series.items()):
+            c, y = np.asarray(c, float), np.asarray(y, float)
+            n = len(c)
+            acc = M.rejection_curve(c, y)[::-1]  # retained k = 1..n
+            cov = np.arange(1, n + 1) / n
+            ls = "-" if j < 10 else "--"
+            ax.plot(cov, 1.0 - acc, ls, color=colors[j], linewidth=1.2,
+                    label=f"{name} (AURC {M.aurc(c, y):.3f}, PRR {M.prr(c, y):.2f})")
+            base = y
+    if base is not None:
+        n = len(base)
+        k = np.arange(1, n + 1)
+        ax.axhline(1.0 - base.mean(), linestyle=":", color="black", linewidth=1, label="random order")
+        ax.plot(k / n, 1.0 - np.minimum(1.0, base.sum() / k), color="gray", linewidth=1, label="oracle")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("coverage (share of questions answered, most confident first)")
+    ax.set_ylabel("risk (error rate of the answered)")
+    ax.set_title(title or "Risk–coverage")
+    # below the axes: with a dozen estimators an inside legend would cover the curves
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=7, frameon=False, ncol=2)
     ax.grid(alpha=0.3, linewidth=0.5)
     return ax if fig is None else _finish(fig, ax_or_path)

@@ -11,7 +11,11 @@ Everything is recomputed from the per-document items in ``samples_*.jsonl`` (Con
 * ``--halves``: the issue-8 protocol on one split — fit T on one half of the documents, report every row on
   the other half;
 * reliability diagrams (baseline and semsoft on one figure), confidence histograms, a τ-sweep plot and, for
-  soft-label tasks, predicted P(positive) against the annotator fraction.
+  soft-label tasks, predicted P(positive) against the annotator fraction;
+* QA tasks (confidence records): PRR and AUARC columns, a risk–coverage plot with every estimator row of the
+  task on one figure, and a judge-sensitivity table (AUROC, PRR and ECE of the headline confidence under each
+  judge the run used, with the min–max band). Estimator rows that are ranking scores, not probabilities
+  (:data:`semcal_eval.qa.estimators.ESTIMATORS`), show no calibration columns; their ``_iso`` rows do.
 """
 
 from __future__ import annotations
@@ -186,7 +190,7 @@ def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: floa
     md = []
     arrays = {name: to_arrays(items) for name, items in rows.items()}
     shown = [n for n in _sorted_filters(rows) if n.split("+")[0] in DRAWN_FILTERS or n.endswith("_ts")]
-    shown = shown or list(rows)
+    shown = shown or [n for n in rows if not _is_ranking_row(n)] or list(rows)  # scores have no reliability
     series = {n: (arrays[n].conf, arrays[n].correct) for n in shown}
     rel = out / f"{task}_reliability.png"
     plots.reliability_diagram(rel, series, title=f"{task}: reliability (15 equal-width bins)")
@@ -213,6 +217,63 @@ def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: floa
     return md
 
 
+#: extra report columns of QA (confidence-record) tasks: the selective-prediction metrics (issue 23)
+QA_EXTRA_COLUMNS = ("prr", "auarc")
+#: the metrics of the judge-sensitivity table (headline confidence under each judge)
+JUDGE_BAND_METRICS = ("auroc_conf", "prr", "ece_uw10")
+
+
+def _is_ranking_row(name: str) -> bool:
+    """An estimator row whose confidence is a ranking score (no calibration metric without a fitted map)."""
+    from semcal_eval.qa.estimators import ESTIMATORS
+
+    est = ESTIMATORS.get(name)
+    return est is not None and not est.probability
+
+
+def _mask_ranking_rows(table: dict[str, dict]) -> None:
+    for name, m in table.items():
+        if _is_ranking_row(name):
+            for k in list(m):
+                if k.split("_ci_")[0] not in T.RANK_METRICS and k != "n":
+                    m[k] = math.nan
+
+
+def judge_band_table(table: dict[str, dict]) -> str | None:
+    """Markdown: AUROC, PRR, ECE of the headline confidence per judge row (``judge_*``) and the min–max band;
+    None when the run used fewer than one judge row."""
+    judges = sorted(n for n in table if n.startswith("judge_"))
+    if not judges:
+        return None
+    cols = JUDGE_BAND_METRICS
+    lines = ["| judge | n | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
+    for j in judges:
+        lines.append(f"| {j} | {table[j].get('n', '')} | " + " | ".join(_fmt(table[j].get(c)) for c in cols) + " |")
+    band = []
+    for c in cols:
+        v = [table[j].get(c) for j in judges]
+        v = [x for x in v if isinstance(x, float) and not math.isnan(x)]
+        band.append(f"{min(v):.3f}–{max(v):.3f} (spread {max(v) - min(v):.3f})" if v else "—")
+    lines.append(f"| **min–max over {len(judges)} judge(s)** | | " + " | ".join(band) + " |")
+    return "\n".join(lines)
+
+
+def render_qa(task: str, table: dict, rows: dict, out: Path) -> list[str]:
+    """QA extras: the risk–coverage plot of every row but the cross-fitted copies, and the judge bands."""
+    md = []
+    arrays = {n: to_arrays(items) for n, items in rows.items() if not n.endswith(("_iso", "_platt"))}
+    if arrays:
+        rc = out / f"{task}_risk_coverage.png"
+        plots.risk_coverage_plot(rc, {n: (a.conf, a.correct) for n, a in arrays.items()},
+                                 title=f"{task}: risk–coverage of every estimator")
+        md.append(f"![risk coverage]({rc.name})")
+    band = judge_band_table(table)
+    if band:
+        md += ["", f"Judge sensitivity ({task}): the headline confidence (cluster share) under each judge.", "",
+               band]
+    return md
+
+
 def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False, seed: int = 0) -> Path:
     """Write ``report.md``, ``report.json`` and PNGs; return the Markdown path."""
     run = load_run(run_dir)
@@ -230,8 +291,14 @@ def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False,
         print(f"[report] {task}: {', '.join(_sorted_filters(filters))}", flush=True)
         table, rows = task_rows(filters, val.get(task), halves=halves, seed=seed)
         cols = _columns(next(iter(rows.values())))
+        qa = "probs" not in next(iter(rows.values()))[0]
+        if qa:
+            cols += [c for c in QA_EXTRA_COLUMNS if c not in cols]
+            _mask_ranking_rows(table)
         md += [f"## {task}", "", markdown_table(table, cols), ""]
         md += render_task(task, table, rows, out) + [""]
+        if qa:
+            md += render_qa(task, table, rows, out) + [""]
         summary[task] = table
     (out / "report.json").write_text(json.dumps(summary, indent=1, default=float))
     path = out / "report.md"

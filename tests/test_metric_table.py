@@ -122,7 +122,7 @@ def test_report_columns_and_roles_name_table_metrics():
     for cols in T.REPORT_COLUMNS.values():
         assert set(cols) <= set(T.METRICS)
     for roles in T.ROLES.values():
-        assert set(roles) == {"ece", "brier", "nll", "auroc", "acc"} and set(roles.values()) <= set(T.METRICS)
+        assert set(roles) == {"ece", "brier", "nll", "auroc", "acc", "prr"} and set(roles.values()) <= set(T.METRICS)
 
 
 def test_temperature_row():

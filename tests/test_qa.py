@@ -305,5 +305,57 @@ def test_qa_modules_depend_downward_only():
     assert _qa_imports("judges") == {"answers"}
     assert _qa_imports("verbalized") == {"answers"}
     assert _qa_imports("agreement") == {"answers"}
+    assert _qa_imports("estimators") == {"answers"}
+    assert _qa_imports("ptrue") == set()
     assert "task" not in _qa_imports("__init__")
     assert not (QA_DIR / "_legacy.py").exists()
+
+
+# ---------------------------------------------------------------- issue 23: what the backend logs for the estimators
+
+
+@pytest.mark.slow
+def test_greedy_row_logs_token_logprobs_and_full_entropies(semsoft_lm):
+    """The shared-prefix decoder's greedy row logs ln p of each token and H of the full next-token
+    distribution; both equal a fresh forward pass over prompt + answer (the definitions), to float32 noise."""
+    import torch
+
+    from semcal_eval.harness.sampling import GeneratedText, RowSampling, generate_from_prefix
+
+    model, tok = semsoft_lm.model, semsoft_lm.tokenizer
+    ids = tok("Q: What is the capital of France?\nA:", return_tensors="pt")["input_ids"]
+    res, _ = generate_from_prefix(model, ids, [RowSampling(False), RowSampling(True, 1.0, 0, 1.0)], max_new_tokens=6,
+                                  generator=torch.Generator().manual_seed(0))
+    g = res[0]
+    assert len(g.entropies) == len(g.logprobs) == len(g.tokens) and res[1].entropies == []
+    full = torch.cat([ids, torch.tensor([g.tokens[:-1]])], dim=1)
+    with torch.no_grad():
+        logp = torch.log_softmax(model(full).logits[0, ids.shape[1] - 1:].double(), -1)
+    ref_lp = logp[torch.arange(len(g.tokens)), torch.tensor(g.tokens)]
+    ref_h = -(logp.exp() * logp).sum(-1)
+    assert np.allclose(g.logprobs, ref_lp.numpy(), atol=1e-4)
+    assert np.allclose(g.entropies, ref_h.numpy(), atol=1e-3)
+    t = GeneratedText(" Paris", g.logprobs, g.entropies)
+    import copy
+    import pickle
+
+    for c in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        assert c == " Paris" and c.token_logprobs == t.token_logprobs and c.token_entropies == t.token_entropies
+
+
+@pytest.mark.slow
+def test_ptrue_is_the_renormalised_option_probability(semsoft_lm):
+    import torch
+
+    from semcal_eval.qa.ptrue import PTrue, ptrue_prompt
+
+    pt = PTrue(semsoft_lm.model, semsoft_lm.tokenizer)
+    tok = semsoft_lm.tokenizer
+    p = pt.score("What is the capital of France?", "Paris", ["Paris", "Lyon", "Paris"])
+    prompt = ptrue_prompt("What is the capital of France?", "Paris", ["Paris", "Lyon", "Paris"])
+    assert prompt.count("Paris\n") == 2  # repeated samples are listed once, then the possible answer
+    enc = tok(prompt, return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        z = semsoft_lm.model(**enc).logits[0, -1].double().softmax(-1)
+    a, b = tok.encode("A", add_special_tokens=False)[0], tok.encode("B", add_special_tokens=False)[0]
+    assert p == pytest.approx(float(z[a] / (z[a] + z[b])), abs=1e-5) and 0 < p < 1

@@ -9,6 +9,7 @@ import logging
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from semcal_eval import TASKS_DIR
@@ -165,7 +166,18 @@ def test_settings_validation_and_k1():
 
 def test_metadata_judges_replace_filters(data_dir):
     task = _task("nq_open_semagree", split="validation", judges=["f1", "em"], correct_threshold=0.8)
-    assert [f.name for f in task._filters] == ["judge_f1", "judge_em"]
+    names = [f.name for f in task._filters]
+    # the judges replace the judge rows; the estimator rows (issue 23) follow, each non-probability score with
+    # its cross-fitted isotonic row
+    assert names == ["judge_f1", "judge_em", "msp", "perplexity", "perplexity_iso", "token_entropy",
+                     "token_entropy_iso", "num_sets", "num_sets_iso", "degree", "degree_iso", "eccentricity",
+                     "eccentricity_iso", "eigv", "eigv_iso", "lexsim", "lexsim_iso"]
+    task = _task("nq_open_semagree", split="validation", judges="f1", estimators=[])
+    assert [f.name for f in task._filters] == ["judge_f1"]
+    task = _task("nq_open_semagree", split="validation", estimators="msp+eigv+ptrue", estimator_calibration=None)
+    assert [f.name for f in task._filters] == ["judge_f1", "msp", "eigv", "ptrue"]
+    with pytest.raises(ValueError, match="estimators='bleurt'"):
+        _task("nq_open_semagree", split="validation", estimators="bleurt")
 
 
 # ---------------------------------------------------------------- filters and process_results on given generations
@@ -198,6 +210,59 @@ def test_judge_filter_and_process_results(data_dir):
     assert rec1["conf"] == 0.5 and rec1["cluster_ids"] == [0, 1, 2, 0]
     with pytest.raises(TypeError, match="JudgeFilter"):
         task.process_results(task.instances[0].doc, ["x", "y"])
+
+
+def test_estimator_filters_on_given_generations(data_dir):
+    """Issue 23: each estimator row reads the same greedy answer + K samples; the logit rows read the log-probs
+    the backend attached to the greedy response; ranking scores report only ranking metrics."""
+    from sklearn.isotonic import IsotonicRegression
+
+    from semcal_eval.harness.sampling import GeneratedText
+
+    task = _task("nq_open_semagree", split="validation", num_samples=4)
+    task.build_all_requests(limit=6)
+    lp = [math.log(0.5), math.log(0.5)]
+    for d in range(6):
+        g, s = task.instances[2 * d], task.instances[2 * d + 1]
+        gold = g.doc["qa_golds"][0]
+        right = d % 3 != 2
+        g.resps = [GeneratedText(f" {gold if right else 'wrong answer'}\n", lp[: 1 + d % 2], [1.0, 3.0][: 1 + d % 2])]
+        s.resps = [f" {gold}", f"{gold}!", " something else", ""] if d % 2 == 0 else [" x y", " x y", " x y", " z"]
+    task.apply_filters()
+    rec = {name: [json.loads(task.instances[2 * d + 1].filtered_resps[name]) for d in range(6)]
+           for name in ("msp", "perplexity", "token_entropy", "num_sets", "degree", "eigv", "eccentricity",
+                        "lexsim", "degree_iso")}
+    assert rec["msp"][0]["conf"] == pytest.approx(0.5) and rec["msp"][1]["conf"] == pytest.approx(0.25)
+    assert rec["perplexity"][1]["score"] == pytest.approx(2.0) and rec["perplexity"][1]["conf"] == pytest.approx(0.5)
+    assert rec["token_entropy"][1]["score"] == pytest.approx(2.0)
+    assert rec["token_entropy"][1]["conf"] == pytest.approx(math.exp(-2.0))
+    # doc 0 samples: gold ≡ gold! (token-F1 1), "something else", "" → 3 sets; W has 4 + 2 ones of 16
+    assert rec["num_sets"][0]["score"] == 3 and rec["num_sets"][0]["conf"] == pytest.approx(1 / 3)
+    assert rec["degree"][0]["score"] == pytest.approx(1 - 6 / 16)
+    assert rec["eigv"][0]["score"] == pytest.approx(3.0)  # three disjoint cliques
+    assert rec["num_sets"][1]["score"] == 2 and rec["eigv"][1]["score"] == pytest.approx(2.0)
+    assert rec["lexsim"][1]["score"] == pytest.approx(3 / 6)  # 3 identical pairs of 6
+    assert [r["correct"] for r in rec["msp"]] == [1, 1, 0, 1, 1, 0]
+    docs = [task.instances[2 * d].doc for d in range(6)]
+
+    def results(name, d):
+        return task.process_results(docs[d], [task.instances[2 * d + k].filtered_resps[name] for k in (0, 1)])
+
+    assert {"ece_uw10", "brier_conf", "prr", "auroc_conf"} <= set(results("msp", 0))  # a probability
+    got = set(results("degree", 0))
+    assert {"prr", "prr_ci_lo", "auroc_conf", "auarc", "acc", "acc_at_80cov"} <= got
+    assert not {m for m in got if m.startswith(("ece", "brier", "nll"))}  # a ranking score: no calibration metrics
+    assert {"ece_uw10", "brier_conf"} <= set(results("degree_iso", 0))
+    # the _iso row of fold 0 (even positions) is the isotonic map fitted on fold 1 only
+    x = np.array([r["conf"] for r in rec["degree"]])
+    y = np.array([r["correct"] for r in rec["degree"]])
+    iso = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(x[1::2], y[1::2])
+    assert [r["conf"] for r in rec["degree_iso"][0::2]] == pytest.approx(iso.predict(x[0::2]).tolist())
+    # a backend without log-probs (stock HFLM, --use_cache): the logit rows have no metrics, the others do
+    for d in range(6):
+        task.instances[2 * d].resps = [str(task.instances[2 * d].resps[0])]
+    task.apply_filters()
+    assert results("msp", 0) == {} and results("token_entropy", 0) == {} and results("eigv", 0)
 
 
 def test_verbalized_filter(data_dir):
@@ -254,7 +319,14 @@ def test_end_to_end_nq_open_k3_deterministic(data_dir, smol_hflm):
     for m in ("acc", "em", "ece_uw10", "ece_uw15", "ece_em15", "brier_conf", "nll_conf", "aurc", "auroc_conf"):
         assert f"{m},judge_f1" in res
     assert 0.0 <= res["acc,judge_f1"] <= 1.0 and 0.0 <= res["brier_conf,judge_f1"] <= 1.0
-    samples = out["samples"]["nq_open_semagree"]
+    every = out["samples"]["nq_open_semagree"]
+    # one logged row per document and filter row: judge_f1 plus the estimator rows (issue 23); stock HFLM
+    # gives no token log-probs, so the logit rows log no metrics and 3 documents are too few for the _iso rows
+    assert {s["filter"] for s in every} >= {"judge_f1", "msp", "eigv", "lexsim", "degree_iso"}
+    assert all(s["metrics"] == [] for s in every if s["filter"] in ("msp", "perplexity", "token_entropy"))
+    assert all("prr" in s["metrics"] and "ece_uw10" not in s["metrics"] for s in every if s["filter"] == "eigv")
+    assert "prr,eigv" in res and "msp" not in {k.split(",")[1] for k in res if "," in k}
+    samples = [s for s in every if s["filter"] == "judge_f1"]
     assert len(samples) == 3
     confs = []
     for s in samples:
@@ -266,14 +338,14 @@ def test_end_to_end_nq_open_k3_deterministic(data_dir, smol_hflm):
         assert s["acc"]["conf"] == conf_cluster_share(rec["greedy_cluster"], rec["cluster_ids"]) == rec["conf"]
         confs.append(rec["conf"])
     again = _run(smol_hflm, "nq_open_semagree", 3, split="validation", num_samples=3)
-    assert [s["resps"] for s in again["samples"]["nq_open_semagree"]] == [s["resps"] for s in samples]
+    assert [s["resps"] for s in again["samples"]["nq_open_semagree"]] == [s["resps"] for s in every]
 
 
 @pytest.mark.slow
 def test_end_to_end_msmarco_fixture(smol_hflm):
     out = _run(smol_hflm, "msmarco_semagree", 2, **_meta("msmarco", num_samples=2))
     assert "acc,judge_f1" in out["results"]["msmarco_semagree"]
-    assert len(out["samples"]["msmarco_semagree"]) == 2
+    assert len([s for s in out["samples"]["msmarco_semagree"] if s["filter"] == "judge_f1"]) == 2
 
 
 @pytest.mark.slow

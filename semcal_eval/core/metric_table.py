@@ -46,6 +46,7 @@ __all__ = [
     "lm_eval_metric_names",
     "reported_names",
     "stderr",
+    "RANK_METRICS",
     "TEMPERATURE",
     "PARAMETERS",
     "TEXT_PARAMETERS",
@@ -158,10 +159,27 @@ _ROWS = [
            doc="10-bin ECE of 1 - semantic entropy / log K"),
     Metric("brier_conf_entropy", False, "any", _brier_conf, _brier_conf_loss, view=("conf_entropy", "correct")),
     Metric("auroc_conf_entropy", True, "any", _auroc, view=("conf_entropy", "correct")),
+    # selective prediction (issue 23): lm-polygraph's PRR (whole curve, its default max_rejection=1; and up
+    # to 50% rejected), AUARC, accuracy at fixed coverage, HELM's 1-bin ECE
+    Metric("prr", True, "any", lambda a: M.prr(a.conf, a.correct), ci=True,
+           doc="prediction-rejection ratio, max rejection 100% (lm-polygraph's default)"),
+    Metric("prr_50", True, "any", lambda a: M.prr(a.conf, a.correct, 0.5), doc="PRR up to 50% rejected"),
+    Metric("auarc", True, "any", lambda a: M.auarc(a.conf, a.correct), ci=True,
+           doc="area under the accuracy-rejection curve (1 - aurc)"),
+    Metric("acc_at_50cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.5), ci=True),
+    Metric("acc_at_80cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.8), ci=True),
+    Metric("acc_at_90cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.9), ci=True),
+    Metric("ece_1bin", False, "any", lambda a: M.ece_1bin(a.conf, a.correct), ci=True,
+           doc="|mean conf - accuracy| (HELM's 1-bin ECE)"),
 ]
 
 #: name -> Metric, in table order
 METRICS: dict[str, Metric] = {m.name: m for m in _ROWS}
+#: the metrics of a confidence that read only its ranking (unchanged by any increasing map of conf): the ones a
+#: non-probability uncertainty score is reported by (issue 23); accuracy / EM do not read conf at all
+RANK_METRICS: frozenset[str] = frozenset({
+    "acc", "em", "auroc_conf", "aurc", "acc_at_10cov", "prr", "prr_50", "auarc", "acc_at_50cov", "acc_at_80cov",
+    "acc_at_90cov"})
 #: metrics with a bootstrap CI
 CI_METRICS: tuple[str, ...] = tuple(m.name for m in _ROWS if m.ci)
 
@@ -187,6 +205,9 @@ ROLES: dict[str, dict[str, str]] = {
     CLASSIFICATION: {"ece": "ece_uw15", "brier": "brier_mc", "nll": "nll", "auroc": "auroc_conf", "acc": "acc"},
     CONFIDENCE: {"ece": "ece_uw10", "brier": "brier_conf", "nll": "nll_conf", "auroc": "auroc_conf", "acc": "acc"},
 }
+# issue 23: the prediction-rejection ratio of the confidence (lm-polygraph's metric of record), for both kinds
+for _roles in ROLES.values():
+    _roles["prr"] = "prr"
 #: ECE bins of each kind's headline ECE (reliability diagrams use the same)
 ROLE_BINS: dict[str, int] = {CLASSIFICATION: 15, CONFIDENCE: 10}
 

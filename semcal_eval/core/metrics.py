@@ -63,6 +63,10 @@ __all__ = [
     "auroc_class",
     "aurc",
     "acc_at_coverage",
+    "rejection_curve",
+    "prr",
+    "auarc",
+    "ece_1bin",
     "accuracy",
     "macro_f1",
     "soft_ece",
@@ -686,6 +690,75 @@ def acc_at_coverage(conf: Any, correct: Any, coverage: float = 0.1) -> float:
     k = max(1, min(n, math.ceil(coverage * n - 1e-9)))
     E = _expected_cum_errors(c, y)
     return float(1.0 - E[k - 1] / k)
+
+
+def rejection_curve(conf: Any, correct: Any, max_rejection: float = 1.0) -> np.ndarray:
+    """Accuracy of the retained documents when the least confident are rejected first: entry j is the
+    (expected, ties broken uniformly at random) accuracy of the n − j most confident, j = 0 … m − 1 with
+    m = max(1, floor(max_rejection · n)) — lm-polygraph's ``PredictionRejectionArea`` grid (it rejects one
+    document per step from 0 up to, not including, m; ``max_rejection=1`` is its default, the whole curve)."""
+    if not 0 < max_rejection <= 1:
+        raise ValueError(f"max_rejection must be in (0, 1], got {max_rejection}")
+    c, y = _conf_correct(conf, correct)
+    n = len(c)
+    m = max(1, int(max_rejection * n + 1e-9))
+    k = np.arange(n, n - m, -1)  # retained sizes n, n-1, ..., n-m+1
+    E = _expected_cum_errors(c, y)
+    return 1.0 - E[k - 1] / k
+
+
+def prr(conf: Any, correct: Any, max_rejection: float = 1.0) -> float:
+    """Prediction–rejection ratio (Malinin et al. 2017; lm-polygraph's metric of record, Fadeeva et al. 2023):
+
+    PRR = (AUC_unc − AUC_rnd) / (AUC_orc − AUC_rnd), each AUC the mean of the :func:`rejection_curve`
+    (accuracy of the retained documents, rejection rates 0, 1/n, …, (m−1)/n with m = ⌊max_rejection·n⌋;
+    polygraph's convention, default max_rejection = 1: the whole curve). The random order retains accuracy
+    acc at every rate (AUC_rnd = acc); the oracle rejects every wrong answer first (retained accuracy
+    min(1, n_correct / k) with k retained). 1 = oracle, 0 = random, < 0 worse than random. Undefined (NaN with
+    a :class:`SemcalMetricWarning`) when the oracle is no better than random: all answers correct or all wrong.
+    Ties in conf: expected value over random tie-breaking (polygraph's argsort breaks them by position), so a
+    constant confidence scores exactly 0.
+
+    >>> round(prr([0.9, 0.8, 0.7, 0.6], [1, 1, 0, 0]), 12)  # the oracle order
+    1.0
+    """
+    c, y = _conf_correct(conf, correct)
+    if y.min() == y.max():
+        _warn(f"prr undefined: all {len(y)} answers are {'correct' if y[0] else 'wrong'}; returning NaN")
+        return float("nan")
+    n = len(c)
+    m = max(1, int(max_rejection * n + 1e-9))
+    k = np.arange(n, n - m, -1)
+    auc_unc = float(np.mean(rejection_curve(c, y, max_rejection)))
+    auc_orc = float(np.mean(np.minimum(1.0, y.sum() / k)))
+    auc_rnd = float(y.mean())
+    if auc_orc - auc_rnd <= 1e-15:  # one document rejected from a curve whose oracle cannot improve
+        _warn("prr undefined: the oracle rejection curve equals the random one; returning NaN")
+        return float("nan")
+    return (auc_unc - auc_rnd) / (auc_orc - auc_rnd)
+
+
+def auarc(conf: Any, correct: Any) -> float:
+    """Area under the accuracy–rejection curve (Nadeem et al. 2009; Lin et al. 2023's AUARC):
+    (1/n) Σ_{k=1..n} acc(k most confident) = 1 − :func:`aurc`. Higher is better; ties as in :func:`aurc`.
+
+    >>> round(auarc([0.9, 0.8, 0.7], [1, 0, 1]), 4)  # accuracies 1, 1/2, 2/3
+    0.7222
+    """
+    c, y = _conf_correct(conf, correct)
+    E = _expected_cum_errors(c, y)
+    k = np.arange(1, len(c) + 1)
+    return float(np.mean(1.0 - E / k))
+
+
+def ece_1bin(conf: Any, correct: Any) -> float:
+    """One-bin ECE (HELM's ``ece_1_bin``): |mean(conf) − accuracy|, the overall over/under-confidence.
+
+    >>> round(ece_1bin([0.9, 0.7], [1, 0]), 6)
+    0.3
+    """
+    c, y = _conf_correct(conf, correct)
+    return float(abs(c.mean() - y.mean()))
 
 
 # --------------------------------------------------------------------------------------------

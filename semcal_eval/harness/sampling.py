@@ -47,6 +47,7 @@ __all__ = [
     "find_qa_groups",
     "group_seed",
     "SharedPrefixMixin",
+    "GeneratedText",
 ]
 
 log = logging.getLogger(__name__)
@@ -121,11 +122,17 @@ def sampling_logprobs(logits: torch.Tensor, spec: RowSampling) -> torch.Tensor:
 @dataclass
 class RowResult:
     """One decoded row: its new tokens, each token's log-probability under the row's sampling distribution
-    (:func:`sampling_logprobs`), and why it stopped (``"eos"``, ``"stop"`` or ``"length"``)."""
+    (:func:`sampling_logprobs`), and why it stopped (``"eos"``, ``"stop"`` or ``"length"``).
+
+    Greedy rows also log ``entropies``: the entropy H_t = −Σ_v p_t(v) ln p_t(v) of the model's full next-token
+    distribution at each step (exact, over the whole vocabulary, not a top-k approximation); the mean token
+    entropy estimator reads them. Sampled rows leave it empty (no estimator needs it, and it would cost K rows).
+    """
 
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish: str = ""
+    entropies: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -224,6 +231,10 @@ def generate_from_prefix(
                 tok = torch.multinomial(logp.exp(), num_samples=1, generator=generator).squeeze(1)
             else:
                 tok = logits[b].argmax(dim=-1)
+                # greedy rows: the entropy of the full distribution (one row × V per step, ≪ the forward)
+                ent = -(logp.exp() * logp.clamp_min(torch.finfo(logp.dtype).min)).nansum(-1)
+                for r, h in zip((r for r in members if r in pos), ent.tolist()):
+                    results[r].entropies.append(h)
             nxt[b] = tok
             lp[b] = logp.gather(1, tok[:, None]).squeeze(1)
         keep = []
@@ -255,6 +266,29 @@ def generate_from_prefix(
 # ----------------------------------------------------------------------------------------------------------
 # lm-eval glue
 # ----------------------------------------------------------------------------------------------------------
+
+
+class GeneratedText(str):
+    """A generation's text (a plain ``str`` for lm-eval) that also carries its tokens' log-probabilities.
+
+    ``token_logprobs``: ln p of each generated token (greedy rows: under the model's own distribution; sampled
+    rows: under the sampling distribution), the stop/EOS token included; ``token_entropies``: greedy rows' full
+    next-token entropies (see :class:`RowResult`), else empty. lm-eval passes response objects to the filters
+    unchanged, so the QA estimator filters read them there; anything that copies the text (the request cache,
+    ``--use_cache``) keeps only the ``str``, and the filters then say that the logit rows have no log-probs.
+    """
+
+    token_logprobs: tuple = ()
+    token_entropies: tuple = ()
+
+    def __new__(cls, text: str, token_logprobs=(), token_entropies=()):
+        obj = super().__new__(cls, text)
+        obj.token_logprobs = tuple(float(x) for x in token_logprobs)
+        obj.token_entropies = tuple(float(x) for x in token_entropies)
+        return obj
+
+    def __reduce__(self):  # pickle (multiprocessing, deepcopy) keeps the log-probs
+        return (GeneratedText, (str(self), self.token_logprobs, self.token_entropies))
 
 
 @dataclass
@@ -416,7 +450,7 @@ class SharedPrefixMixin:
             cost += c
             for pos, res in zip([g.greedy_pos, *g.sample_pos], results):
                 s = postprocess_generated_text(self.tok_decode(res.tokens), stop=until, think_end_token=think)
-                out[pos] = s
+                out[pos] = GeneratedText(s, res.logprobs, res.entropies)
                 self.cache_hook.add_partial("generate_until", requests[pos].args, s)
             pbar.update(len(rows))
         pbar.close()

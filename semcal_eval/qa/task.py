@@ -25,13 +25,14 @@ from lm_eval.api.filter import Filter
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from semcal_eval.core.metric_table import CI_METRICS, METRICS
+from semcal_eval.core.metric_table import CI_METRICS, METRICS, RANK_METRICS
 from semcal_eval.core.records import confidence_record
 from semcal_eval.data import EVAL_KEY, QA_FIELDS, make_lm_eval_loader, qa_fields, qa_golds, qa_question
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
 from semcal_eval.harness.base import check_aggregations, process_results_marker
 
-from .agreement import score_question
+from . import estimators as EST
+from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
 from .judges import JUDGES, get_judge
 from .verbalized import RD_BINS, parse_rd, parse_rlcr, parse_verbalized
@@ -44,6 +45,7 @@ __all__ = [
     "load",
     "qa_doc_to_target",
     "JudgeFilter",
+    "EstimatorFilter",
     "VerbalizedFilter",
     "QATask",
 ]
@@ -64,6 +66,13 @@ QA_DEFAULTS: dict = {
     "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
     "judge_kwargs": {},  # per judge name, e.g. {"nli": {"model_name": "microsoft/deberta-large-mnli"}}
     "missing_confidence": 0.5,  # verbalized/rlcr: confidence used when none can be parsed (counted in conf_parse_rate)
+    # agreement mode: one filter row per uncertainty estimator (semcal_eval.qa.estimators), read from the same
+    # greedy answer and K samples; [] for none; add "ptrue" for P(True) (one more forward pass per question)
+    "estimators": list(EST.DEFAULT_ESTIMATORS),
+    "estimator_judge": "f1",  # the judge of the samples' agreement matrix / clusters the consistency rows read
+    # cross-fitted map of each non-probability estimator to P(correct), as rows <name>_iso; None: no such rows
+    "estimator_calibration": "isotonic",
+    "ptrue_model": "semcal:smollm2-135m",  # the model P(True) asks; should be the evaluated one
 }
 
 #: generation keys that set the *sampling* of the K answers; ``--gen_kwargs`` may not change them.
@@ -119,6 +128,18 @@ def qa_settings(metadata: dict | None) -> dict:
         if not j or bad:
             raise ValueError(f"QA task: judges={s['judges']!r}: choose a non-empty list from {sorted(JUDGES)}")
     s["judges"] = j
+    e = s["estimators"]
+    if isinstance(e, str):
+        e = [x for x in re.split(r"[+,|\s]+", e) if x]
+    bad = [x for x in (e or []) if x not in EST.ESTIMATORS and x != "ptrue"]
+    if bad or not isinstance(e, (list, tuple)):
+        raise ValueError(f"QA task: estimators={s['estimators']!r}: choose from {[*EST.ESTIMATORS, 'ptrue']} "
+                         "(or [] for none)")
+    s["estimators"] = list(e)
+    if s["estimator_judge"] not in JUDGES:
+        raise ValueError(f"QA task: estimator_judge={s['estimator_judge']!r} must be one of {sorted(JUDGES)}")
+    if s["estimator_calibration"] not in (None, "isotonic", "platt"):
+        raise ValueError("QA task: estimator_calibration must be 'isotonic', 'platt' or null")
     if not isinstance(s["judge_kwargs"], dict):
         raise ValueError("QA task: judge_kwargs must map a judge name to its keyword arguments")
     return s
@@ -229,6 +250,90 @@ class JudgeFilter(Filter):
         return out
 
 
+class EstimatorFilter(JudgeFilter):
+    """One uncertainty estimator as a filter row (:mod:`semcal_eval.qa.estimators`, or ``"ptrue"``), read from
+    the question's greedy answer and K samples (no new sampling): the greedy answer's token log-probs /
+    entropies come with the response when the backend logs them (``hf-semsoft``'s shared-prefix path,
+    :class:`semcal_eval.harness.sampling.GeneratedText`); the consistency rows use the judge's clusters and
+    agreement matrix of the samples.
+
+    Record (JSON, like :class:`JudgeFilter`'s): ``conf`` (the estimator's confidence in [0, 1], None when the
+    evidence is missing), ``score`` (the paper's quantity), ``estimator``, ``probability`` (False: a ranking
+    score, reported by AUROC / PRR / AUARC only), ``correct``, ``em``, ``f1``, ``greedy``. With ``calibrate``
+    (``"isotonic"`` or ``"platt"``) ``conf`` is instead P(correct | score) from a map fitted on the other fold
+    of the documents (position % 2, as the ``_ts`` rows), and ``probability`` is True.
+    """
+
+    def __init__(self, estimator: str = "msp", calibrate: str | None = None, ptrue_model: str | None = None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if estimator not in EST.ESTIMATORS and estimator != "ptrue":
+            raise ValueError(f"EstimatorFilter: unknown estimator {estimator!r}; known: {[*EST.ESTIMATORS, 'ptrue']}")
+        self.estimator, self.calibrate = estimator, calibrate
+        self._warned: set = set()  # lm-eval builds the filter once per apply: one warning per row and run
+        self._ptrue = None
+        self.ptrue_model = ptrue_model or QA_DEFAULTS["ptrue_model"]
+
+    def _one(self, doc, greedy_resp, sample_resps) -> dict:
+        q, golds = doc["qa_question"], doc["qa_golds"]
+        greedy = clean_answer(greedy_resp)
+        samples = [clean_answer(x) for x in sample_resps[: self.num_samples]]
+        f1 = best_f1(greedy, golds)
+        rec = {"estimator": self.estimator, "greedy": greedy, "f1": f1, "em": exact_match(greedy, golds),
+               "correct": int(f1 >= self.threshold)}
+        if self.correctness == "judge":
+            rec["correct"] = int(bool(greedy) and any(self.judge.equivalent(q, [(greedy, g) for g in golds])))
+        if self.estimator == "ptrue":
+            if self._ptrue is None:
+                from .ptrue import PTrue
+
+                self._ptrue = PTrue(self.ptrue_model)
+            p = self._ptrue.score(q, greedy, samples)
+            return {**rec, "conf": p, "score": p, "probability": True}
+        est = EST.ESTIMATORS[self.estimator]
+        ids = score_question(q, greedy, samples, golds, self.judge)["cluster_ids"] if est.needs == "samples" else []
+        ev = EST.Evidence(samples, ids, getattr(greedy_resp, "token_logprobs", None) or None,
+                          getattr(greedy_resp, "token_entropies", None) or None,
+                          matrix_fn=lambda: agreement_matrix(q, samples, self.judge))
+        out = EST.estimator_conf(self.estimator, ev)
+        if out is None:
+            if self.estimator not in self._warned:
+                self._warned.add(self.estimator)
+                log.warning("QA estimator %s: the backend returned no token log-probs/entropies for the greedy "
+                            "answer, so this row has no metrics; run on --model hf-semsoft (shared_prefix=True) "
+                            "without --use_cache, or drop it from --metadata estimators", self.estimator)
+            return {**rec, "conf": None, "score": None, "probability": est.probability}
+        return {**rec, "conf": out[1], "score": out[0], "probability": est.probability}
+
+    def apply(self, resps, docs):
+        resps, docs = list(resps), list(docs)
+        pairs = _pairs_by_doc(resps, docs, 2)
+        recs = [self._one(doc, resps[i][0], resps[i + 1]) for i, doc in pairs]
+        if self.calibrate:
+            recs = self._calibrated(recs)
+        out: list = []
+        for (i, _), rec in zip(pairs, recs):
+            out += [rec["greedy"], json.dumps(rec, ensure_ascii=False)]
+        return out
+
+    def _calibrated(self, recs: list[dict]) -> list[dict]:
+        from semcal_eval.harness.distributed import world
+
+        if world()[1] > 1:
+            raise ValueError(f"QA estimator row {self.estimator}_iso cross-fits over all documents, which one rank "
+                             "of a data-parallel run does not have: set --metadata '{\"estimator_calibration\": null}'")
+        have = [r for r in recs if r["conf"] is not None]
+        if len(have) < 4:
+            log.warning("QA estimator %s: %d documents with a score, too few to cross-fit a calibration map (≥ 4); "
+                        "the calibrated row has no metrics", self.estimator, len(have))
+            return [{**r, "conf": None} for r in recs]
+        # increasing in the confidence (a monotone map of the score), so one orientation for every estimator
+        cal = EST.crossfit_calibrate([r["conf"] for r in have], [r["correct"] for r in have], method=self.calibrate)
+        it = iter(cal.tolist())
+        return [{**r, "conf": next(it) if r["conf"] is not None else None, "probability": True,
+                 "calibration": self.calibrate} for r in recs]
+
+
 class VerbalizedFilter(Filter):
     """Parse the answer and the stated confidence of each greedy generation
     (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct ⇔ best token-F1 ≥ ``threshold``.
@@ -272,6 +377,16 @@ class VerbalizedFilter(Filter):
 # ----------------------------------------------------------------------------------------------------------
 # Task
 # ----------------------------------------------------------------------------------------------------------
+
+
+def _base_metric(m: str) -> str:
+    return m[:-6] if m.endswith(("_ci_lo", "_ci_hi")) and m[:-6] in CI_METRICS else m
+
+
+def _metric_reads(m: str, record: dict) -> bool:
+    """Whether metric ``m`` (a table metric or its CI) reads only fields ``record`` has."""
+    metric = METRICS.get(_base_metric(m))
+    return metric is None or all(f in record for f in metric.view)
 
 
 def _check_metrics(task: str | None, mode: str, metric_list: list | None) -> None:
@@ -331,6 +446,16 @@ class QATask(ConfigurableTask):
         if not filter_list:
             filter_list = [{"name": "judge_f1", "filter": [{"function": JudgeFilter, "judge": "f1"}]}]
         filter_list = deepcopy(filter_list)
+        for name in s["estimators"]:
+            filter_list.append({"name": name, "filter": [{
+                "function": EstimatorFilter, "judge": s["estimator_judge"], "estimator": name,
+                "ptrue_model": s["ptrue_model"]}]})
+            est = EST.ESTIMATORS.get(name)
+            if est is not None and not est.probability and s["estimator_calibration"]:
+                filter_list.append({"name": f"{name}_iso" if s["estimator_calibration"] == "isotonic" else
+                                    f"{name}_platt", "filter": [{
+                                        "function": EstimatorFilter, "judge": s["estimator_judge"],
+                                        "estimator": name, "calibrate": s["estimator_calibration"]}]})
         for fl in filter_list:
             steps = fl.get("filter") or []
             fn = steps[0].get("function") if len(steps) == 1 else None
@@ -394,6 +519,15 @@ class QATask(ConfigurableTask):
                 f"{self.config.task}: process_results got {type(rec).__name__} results; every filter of a "
                 "QA task must be a semcal_eval.qa.task.JudgeFilter (or VerbalizedFilter) step"
             )
+        if "estimator" in rec:
+            # an estimator row: no metrics without its evidence (warned by the filter); a ranking score gets
+            # only the metrics that read the ranking (T.RANK_METRICS), a probability every metric of its fields
+            if rec["conf"] is None:
+                return {}
+            record = confidence_record(rec["conf"], rec["correct"], em=rec["em"])
+            keep = [m for m in self._metric_fn_list
+                    if _metric_reads(m, record) and (rec["probability"] or _base_metric(m) in RANK_METRICS)]
+            return {m: record for m in keep}
         if self.qa["mode"] in _STATED:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_parsed=int(rec["conf_parsed"]))
         else:

@@ -1,0 +1,383 @@
+"""The standard uncertainty estimators of lm-polygraph, read from what a QA run already has: the greedy answer's
+token log-probabilities (and full next-token entropies) and the K samples with their agreement matrix.
+
+No estimator samples anything new; only P(True) (:mod:`semcal_eval.qa.ptrue`) needs one more forward pass.
+Every function here is pure (numbers and strings in, one float out). Orientation: each function returns the
+quantity of its paper (an *uncertainty* U for perplexity, entropy, NumSets, degree, eccentricity, EigV; a
+*confidence* for MSP and lexical similarity); :data:`ESTIMATORS` turns each into a confidence in [0, 1] by a
+fixed monotone map (so AUROC / PRR / AUARC, which only read the ranking, are those of the paper's score).
+
+Only some of them are probabilities (:attr:`Estimator.probability`): the maximum sequence probability and
+P(True). The others (perplexity, entropy, EigV, degree, eccentricity, NumSets, lexical similarity) are scores;
+their [0, 1] map is not calibrated, so they are ranked by AUROC and PRR only, and a calibration metric of
+theirs needs a mapping fitted on other documents (:func:`crossfit_calibrate`, the ``_iso`` rows).
+
+Graph estimators (Lin, Trivedi & Sun 2023, "Generating with Confidence", arXiv:2305.19187) take the K×K
+agreement matrix W of the samples (:func:`semcal_eval.qa.agreement.agreement_matrix`, 0/1 from the judge, made
+symmetric as (W + Wᵀ)/2; diagonal 1), its degree matrix D = diag(W·1) and the normalised graph Laplacian
+L = I − D^{-1/2} W D^{-1/2}.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .answers import normalize_answer, token_f1
+
+__all__ = [
+    "max_sequence_probability",
+    "perplexity",
+    "mean_token_entropy",
+    "num_semantic_sets",
+    "degree_uncertainty",
+    "eccentricity",
+    "eigv",
+    "lexical_similarity",
+    "rouge_l",
+    "semantic_class_probs",
+    "Evidence",
+    "Estimator",
+    "ESTIMATORS",
+    "DEFAULT_ESTIMATORS",
+    "estimator_conf",
+    "crossfit_calibrate",
+    "ECC_THRESHOLD",
+]
+
+#: Eccentricity keeps the Laplacian eigenvectors with eigenvalue below this (lm-polygraph's ``thres=0.9``).
+ECC_THRESHOLD = 0.9
+
+
+def _logprobs(token_logprobs: Sequence[float]) -> np.ndarray:
+    lp = np.asarray(list(token_logprobs), dtype=np.float64)
+    if lp.ndim != 1 or lp.size == 0:
+        raise ValueError("token_logprobs is empty: the greedy answer's token log-probabilities are needed "
+                         "(run the QA task on --model hf-semsoft, which logs them)")
+    if not np.all(np.isfinite(lp)) or np.any(lp > 1e-6):
+        raise ValueError("token_logprobs must be finite log-probabilities ≤ 0")
+    return np.minimum(lp, 0.0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Logit-based, from the greedy answer
+# ----------------------------------------------------------------------------------------------------------
+
+
+def max_sequence_probability(token_logprobs: Sequence[float]) -> float:
+    """Maximum sequence probability, P(y | x) = exp(Σ_t ln p(y_t | y_<t, x)) of the greedy answer y.
+
+    lm-polygraph's ``MaximumSequenceProbability`` (U = −Σ_t ln p); Fadeeva et al. 2023, Malinin & Gales 2021.
+
+    >>> round(max_sequence_probability([math.log(0.5), math.log(0.5)]), 6)
+    0.25
+    """
+    return float(math.exp(_logprobs(token_logprobs).sum()))
+
+
+def perplexity(token_logprobs: Sequence[float]) -> float:
+    """Perplexity of the greedy answer, PPL = exp(−(1/T) Σ_t ln p(y_t | y_<t, x)) ≥ 1 (an uncertainty).
+
+    Length-normalised log-probability (Fomicheva et al. 2020, "Unsupervised quality estimation for NMT";
+    lm-polygraph's ``Perplexity``). Its confidence is 1 / PPL, the geometric-mean token probability.
+
+    >>> perplexity([math.log(0.5), math.log(0.125)])
+    4.0
+    """
+    return float(math.exp(-_logprobs(token_logprobs).mean()))
+
+
+def mean_token_entropy(token_entropies: Sequence[float]) -> float:
+    """Mean token entropy, H̄ = (1/T) Σ_t H(p(· | y_<t, x)) with H(p) = −Σ_v p(v) ln p(v) (an uncertainty).
+
+    Fomicheva et al. 2020; Malinin & Gales 2021 (lm-polygraph's ``MeanTokenEntropy``). The entropies are the
+    full-vocabulary ones the shared-prefix backend logs per greedy step
+    (:class:`semcal_eval.harness.sampling.RowResult`), not a top-k approximation.
+    """
+    h = np.asarray(list(token_entropies), dtype=np.float64)
+    if h.ndim != 1 or h.size == 0:
+        raise ValueError("token_entropies is empty: the greedy answer's next-token entropies are needed "
+                         "(the hf-semsoft backend logs them on its shared-prefix path)")
+    if not np.all(np.isfinite(h)) or np.any(h < -1e-6):
+        raise ValueError("token_entropies must be finite and ≥ 0")
+    return float(np.maximum(h, 0.0).mean())
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Consistency, from the samples
+# ----------------------------------------------------------------------------------------------------------
+
+
+def num_semantic_sets(cluster_ids: Sequence[int]) -> int:
+    """Number of semantic sets, U_NumSet = |{c(s_1), …, c(s_K)}|: distinct clusters among the K samples.
+
+    Lin et al. 2023 (§3.1, after Kuhn et al. 2023's clustering); lm-polygraph's ``NumSemSets``. The clusters are
+    semcal's greedy bidirectional ones (:func:`semcal_eval.qa.agreement.cluster`).
+
+    >>> num_semantic_sets([0, 0, 1, 2, 0])
+    3
+    """
+    ids = [int(c) for c in cluster_ids]
+    if not ids:
+        raise ValueError("cluster_ids is empty: NumSets needs at least one sample")
+    return len(set(ids))
+
+
+def _affinity(W) -> np.ndarray:
+    A = np.asarray(W, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
+        raise ValueError(f"agreement matrix must be square K×K with K ≥ 1, got shape {A.shape}")
+    if not np.all(np.isfinite(A)) or A.min() < 0 or A.max() > 1:
+        raise ValueError("agreement matrix entries must be similarities in [0, 1]")
+    A = (A + A.T) / 2.0
+    np.fill_diagonal(A, 1.0)  # every answer agrees with itself (also keeps every degree ≥ 1)
+    return A
+
+
+def _laplacian(W) -> np.ndarray:
+    A = _affinity(W)
+    d = 1.0 / np.sqrt(A.sum(axis=1))
+    return np.eye(len(A)) - d[:, None] * A * d[None, :]
+
+
+def degree_uncertainty(W) -> float:
+    """Degree uncertainty, U_Deg = trace(K·I − D) / K² = 1 − (1/K²) Σ_ij W_ij, in [0, 1 − 1/K].
+
+    Lin et al. 2023, eq. for U_Deg (lm-polygraph's ``DegMat``): the mean disagreement between samples.
+
+    >>> degree_uncertainty([[1, 1], [1, 1]]), degree_uncertainty([[1, 0], [0, 1]])
+    (0.0, 0.5)
+    """
+    A = _affinity(W)
+    K = len(A)
+    return float(np.trace(K * np.eye(K) - np.diag(A.sum(axis=1))) / K**2)
+
+
+def eigv(W) -> float:
+    """Sum of eigenvalues of the graph Laplacian, U_EigV = Σ_k max(0, 1 − λ_k), λ_k the eigenvalues of the
+    normalised Laplacian L = I − D^{-1/2} W D^{-1/2}; in [1, K] (a soft count of semantic sets).
+
+    Lin et al. 2023, §3.2 (lm-polygraph's ``EigValLaplacian``). For a 0/1 matrix of c disjoint cliques it is c.
+
+    >>> round(eigv(np.eye(3)), 6), round(eigv(np.ones((3, 3))), 6)
+    (3.0, 1.0)
+    """
+    lam = np.linalg.eigvalsh(_laplacian(W))
+    return float(np.clip(1.0 - lam, 0.0, None).sum())
+
+
+def eccentricity(W, threshold: float = ECC_THRESHOLD) -> float:
+    """Eccentricity, U_Ecc = ‖[v_1 − v̄, …, v_K − v̄]‖_F: the spread of the samples' spectral embeddings.
+
+    v_j ∈ R^k is row j of the matrix of the Laplacian's eigenvectors whose eigenvalue is below ``threshold``
+    (the k smallest; lm-polygraph's ``Eccentricity(thres=0.9)`` rule for k), v̄ their mean (Lin et al. 2023,
+    §3.2). The norm is invariant to the choice of basis inside a repeated eigenvalue's eigenspace (it is the
+    Frobenius norm of the centred rows, and any orthogonal change of basis leaves it unchanged), so the value
+    is deterministic. 0 when all samples agree (k = 1, the constant eigenvector); grows with disagreement.
+    """
+    lam, vec = np.linalg.eigh(_laplacian(W))
+    V = vec[:, lam < threshold]
+    if V.shape[1] == 0:  # cannot happen (λ_min = 0), kept for a threshold ≤ 0
+        return 0.0
+    return float(np.linalg.norm(V - V.mean(axis=0, keepdims=True)))
+
+
+def rouge_l(a: str, b: str) -> float:
+    """ROUGE-L F-measure of two answers over SQuAD-normalised tokens: LCS-based P = LCS/|b|, R = LCS/|a|,
+    F = 2PR/(P + R) (Lin 2004). An empty answer scores 0 against anything (it agrees with nothing, as in the
+    agreement matrix); two identical non-empty answers score 1.
+
+    >>> rouge_l("the Eiffel Tower", "Eiffel Tower in Paris")  # LCS 2, |a| 2, |b| 4 after normalisation
+    0.6666666666666666
+    """
+    x, y = normalize_answer(a).split(), normalize_answer(b).split()
+    if not x or not y:
+        return 0.0
+    prev = [0] * (len(y) + 1)
+    for tx in x:
+        cur = [0]
+        for j, ty in enumerate(y):
+            cur.append(prev[j] + 1 if tx == ty else max(prev[j + 1], cur[j]))
+        prev = cur
+    lcs = prev[-1]
+    if lcs == 0:
+        return 0.0
+    p, r = lcs / len(y), lcs / len(x)
+    return 2 * p * r / (p + r)
+
+
+def lexical_similarity(samples: Sequence[str], metric: str = "rougeL") -> float:
+    """Lexical similarity, (2 / (K(K−1))) Σ_{i<j} sim(s_i, s_j): mean pairwise ROUGE-L (``metric="rougeL"``)
+    or token-F1 (``"f1"``) between the K samples, in [0, 1] (a confidence).
+
+    Fomicheva et al. 2020 (lexical similarity of MC samples); lm-polygraph's ``LexicalSimilarity(rougeL)``.
+    K = 1 gives 1.0 (no pair disagrees).
+    """
+    sim: Callable[[str, str], float]
+    if metric == "rougeL":
+        sim = rouge_l
+    elif metric == "f1":
+        sim = lambda a, b: token_f1(a, b) if normalize_answer(a) and normalize_answer(b) else 0.0  # noqa: E731
+    else:
+        raise ValueError(f"lexical_similarity: metric={metric!r} must be 'rougeL' or 'f1'")
+    s = [(x or "").strip() for x in samples]
+    if not s:
+        raise ValueError("lexical_similarity needs at least one sample")
+    if len(s) == 1:
+        return 1.0
+    # identical strings give the same score: compute each distinct pair once
+    counts = Counter(s)
+    uniq = list(counts)
+    total, pairs = 0.0, 0
+    for i, a in enumerate(uniq):
+        na = counts[a]
+        if na > 1:
+            total += (na * (na - 1) / 2) * sim(a, a)
+            pairs += na * (na - 1) // 2
+        for b in uniq[i + 1:]:
+            total += na * counts[b] * sim(a, b)
+            pairs += na * counts[b]
+    return float(total / pairs)
+
+
+def semantic_class_probs(cluster_ids: Sequence[int], seq_logprobs: Sequence[float] | None = None) -> dict[int, float]:
+    """The class probabilities semantic entropy is computed from: p(c) = n_c / K (discrete) or
+    p(c) = Σ_{s∈c} exp(ℓ_s) / Σ_s exp(ℓ_s) (likelihood-weighted, Kuhn et al. 2023 / Farquhar et al. 2024).
+
+    Every sample counts once, duplicates included, in both the numerator and the normaliser, so the p(c) sum
+    to 1 when samples repeat (summing the probabilities of the *distinct* answers of a class over a normaliser
+    of all samples gives sums above 1: the bug lm-polygraph's users report).
+    """
+    ids = np.asarray([int(c) for c in cluster_ids])
+    if ids.size == 0:
+        raise ValueError("cluster_ids is empty")
+    classes = sorted(set(ids.tolist()))
+    if seq_logprobs is None:
+        return {c: float(np.mean(ids == c)) for c in classes}
+    lp = np.asarray(list(seq_logprobs), dtype=np.float64)
+    if lp.shape != ids.shape or not np.all(np.isfinite(lp)):
+        raise ValueError(f"seq_logprobs must be {ids.size} finite log-probabilities, one per sample")
+    total = np.logaddexp.reduce(lp)
+    return {c: float(np.exp(np.logaddexp.reduce(lp[ids == c]) - total)) for c in classes}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The registry: each estimator as a confidence in [0, 1]
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Evidence:
+    """What one question has for the estimators: the greedy answer's token log-probs / entropies (None when
+    the backend gave none), the K samples, their cluster ids and their K×K agreement matrix (None until an
+    estimator needs it; :func:`estimator_conf` fills it lazily through ``matrix_fn``)."""
+
+    samples: list[str]
+    cluster_ids: list[int]
+    greedy_logprobs: Sequence[float] | None = None
+    greedy_entropies: Sequence[float] | None = None
+    matrix: np.ndarray | None = None
+    matrix_fn: Callable[[], np.ndarray] | None = None
+
+    def W(self) -> np.ndarray:
+        if self.matrix is None:
+            if self.matrix_fn is None:
+                raise ValueError("a graph estimator needs the samples' agreement matrix (no matrix_fn given)")
+            self.matrix = self.matrix_fn()
+        return self.matrix
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """One estimator row: ``score`` (the paper's quantity), ``conf`` (monotone map of it into [0, 1], higher
+    = more confident), ``needs`` (``"logprobs"``, ``"entropies"``, ``"samples"``, ``"matrix"``) and whether
+    the confidence is a probability (ECE / Brier meaningful) or only a ranking score."""
+
+    name: str
+    needs: str
+    probability: bool
+    score: Callable[[Evidence], float]
+    conf: Callable[[float], float]
+    doc: str
+
+
+def _recip(u: float) -> float:
+    return float(1.0 / u) if u > 0 else 1.0
+
+
+ESTIMATORS: dict[str, Estimator] = {e.name: e for e in [
+    Estimator("msp", "logprobs", True, lambda ev: max_sequence_probability(ev.greedy_logprobs), float,
+              "maximum sequence probability exp(Σ ln p)"),
+    Estimator("perplexity", "logprobs", False, lambda ev: perplexity(ev.greedy_logprobs), _recip,
+              "perplexity; conf = 1/PPL = exp(mean ln p)"),
+    Estimator("token_entropy", "entropies", False, lambda ev: mean_token_entropy(ev.greedy_entropies),
+              lambda u: float(math.exp(-u)), "mean token entropy H̄; conf = exp(−H̄)"),
+    Estimator("num_sets", "samples", False, lambda ev: float(num_semantic_sets(ev.cluster_ids)), _recip,
+              "number of semantic sets U; conf = 1/U"),
+    Estimator("degree", "matrix", False, lambda ev: degree_uncertainty(ev.W()), lambda u: float(1.0 - u),
+              "degree U_Deg; conf = 1 − U_Deg (mean agreement)"),
+    Estimator("eccentricity", "matrix", False, lambda ev: eccentricity(ev.W()), lambda u: float(1.0 / (1.0 + u)),
+              "eccentricity U_Ecc; conf = 1/(1 + U_Ecc)"),
+    Estimator("eigv", "matrix", False, lambda ev: eigv(ev.W()), _recip, "EigV U; conf = 1/U"),
+    Estimator("lexsim", "samples", False, lambda ev: lexical_similarity(ev.samples), float,
+              "mean pairwise ROUGE-L of the samples"),
+]}
+#: the estimator rows a QA task adds by default (P(True) is opt-in: one extra forward pass per question)
+DEFAULT_ESTIMATORS: tuple[str, ...] = tuple(ESTIMATORS)
+
+
+def estimator_conf(name: str, ev: Evidence) -> tuple[float, float] | None:
+    """(raw score, confidence in [0, 1]) of estimator ``name`` on one question; None when the evidence it
+    needs is missing (no log-probs / entropies from the backend)."""
+    try:
+        est = ESTIMATORS[name]
+    except KeyError:
+        raise ValueError(f"unknown QA estimator {name!r}; known: {', '.join(ESTIMATORS)} (and ptrue)") from None
+    if est.needs == "logprobs" and not ev.greedy_logprobs:
+        return None
+    if est.needs == "entropies" and not ev.greedy_entropies:
+        return None
+    s = float(est.score(ev))
+    return s, min(1.0, max(0.0, round(est.conf(s), 12)))
+
+
+def crossfit_calibrate(scores: Sequence[float], correct: Sequence[int], folds: Sequence[int] | None = None,
+                       method: str = "isotonic") -> np.ndarray:
+    """P(correct | score), 2-fold cross-fitted: each fold's documents are mapped by a monotone map fitted on
+    the other fold only (isotonic regression, increasing, clipped outside the fitted range; or ``"platt"``,
+    logistic regression on the score). ``folds`` default: position % 2 (as the ``_ts`` rows). A fold whose
+    other fold has one class only gets that fold's base rate (nothing to fit a ranking on).
+    """
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(correct, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 4:
+        raise ValueError(f"crossfit_calibrate needs ≥ 4 documents with one score and one 0/1 label each, got "
+                         f"{x.shape} and {y.shape}")
+    f = np.arange(len(x)) % 2 if folds is None else np.asarray(folds)
+    out = np.empty_like(x)
+    for k in (0, 1):
+        fit, app = f != k, f == k
+        if not app.any():
+            continue
+        if not fit.any():
+            raise ValueError("crossfit_calibrate: one fold is empty; need documents in both folds")
+        yf = y[fit]
+        if yf.min() == yf.max():
+            out[app] = yf.mean()
+            continue
+        if method == "isotonic":
+            m = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(x[fit], yf)
+            out[app] = m.predict(x[app])
+        elif method == "platt":
+            m = LogisticRegression(C=1e6).fit(x[fit, None], yf.astype(int))
+            out[app] = m.predict_proba(x[app, None])[:, 1]
+        else:
+            raise ValueError(f"crossfit_calibrate: method={method!r} must be 'isotonic' or 'platt'")
+    return np.clip(out, 0.0, 1.0)
