@@ -314,7 +314,7 @@ def _tuned_key(task: str, doc: int, tuned: tuple, how: tuple) -> tuple:
     """The configuration a semsoft_tuned record names, type- and bound-checked (SubmissionError otherwise)."""
     tau, k, emb = tuned
     on, n, guard, fold = how
-    ok = (_finite(tau) and 0 < float(tau) <= 1e6 and isinstance(k, int) and not isinstance(k, bool)
+    ok = (_finite(tau) and 0 <= float(tau) <= 1e6 and isinstance(k, int) and not isinstance(k, bool)
           and 1 <= k <= 10**6 and isinstance(emb, str) and 0 < len(emb) <= 64 and on in ("validation", "crossfit")
           and (n is None or (isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 10**9))
           and (guard is None or isinstance(guard, bool)) and (fold is None or fold in (0, 1)))
@@ -322,7 +322,7 @@ def _tuned_key(task: str, doc: int, tuned: tuple, how: tuple) -> tuple:
         raise SubmissionError(
             f"{task} document {doc} (filter {TUNED_FILTER}): tuned fields tau={str(tau)[:30]}, top_k={str(k)[:30]}, "
             f"label_embedding={str(emb)[:30]}, tuned_on={str(on)[:20]}, tuned_n={str(n)[:30]}, tuned_fold="
-            f"{str(fold)[:10]} are not a configuration (finite tau > 0, integer top_k, short embedding name, "
+            f"{str(fold)[:10]} are not a configuration (finite tau >= 0, integer top_k, short embedding name, "
             "tuned_on validation|crossfit, fold 0|1); rejected")
     return (float(tau), k, emb, on, n, guard)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import RecordArrays, to_arrays
-from semcal_eval.report import load_run, markdown_table, task_rows
+from semcal_eval.report import _mask_ranking_rows, load_run, markdown_table, task_rows
 from semcal_eval.semsoft import rows as rows_table
 
 __all__ = ["SOFT_COLUMNS", "summary_columns", "row_order", "task_summary", "build_summary", "write_summary", "main"]
@@ -42,7 +42,7 @@ def summary_columns(a: RecordArrays) -> list[str]:
     >>> summary_columns(to_arrays([{"probs": [0.7, 0.3], "gold": 0}]))
     ['acc', 'macro_f1', 'ece_uw15', 'brier_mc', 'nll', 'auroc_conf']
     >>> summary_columns(to_arrays([{"conf": 0.4, "correct": True}]))
-    ['acc', 'ece_uw10', 'brier_conf', 'nll_conf', 'auroc_conf']
+    ['acc', 'ece_uw10', 'brier_conf', 'nll_conf', 'auroc_conf', 'prr']
     """
     return T.headline_columns(a)
 
@@ -79,6 +79,7 @@ def task_summary(task: str, filters: dict[str, dict], seed: int = T.CI_SEED, pri
     a = to_arrays(first["items"])
     columns = summary_columns(a)
     table, _ = task_rows(filters, names=columns, ci_names=[_ece_column(columns)], seed=seed)
+    _mask_ranking_rows(table)  # a ranking score (EigV, degree, ...) has no calibration metric of its own
     n_docs = max(m["n"] for m in table.values())
     prior = None if "prior" in table else (priors or {}).get(_doc_key(first))
     out = f"### {task} ({n_docs} documents)\n\n" + markdown_table(table, columns, order=row_order, prior=prior,

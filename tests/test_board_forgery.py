@@ -468,3 +468,13 @@ def test_hundreds_of_filters_are_refused(env, capsys):
     filters = {f"f{i}": items for i in range(40)}
     S.write_run(env["tmp"] / "many", CLS, filters, env["reg"][CLS].metrics)
     rejected(capsys, env["tmp"] / "many", "more than 32 filters")
+
+
+def test_tuned_tau_zero_is_a_configuration():
+    """τ = 0 is on the tuning grid (SemSoftParams): an honest run that chose it must not be rejected."""
+    from leaderboards.errors import SubmissionError
+    from leaderboards.spotcheck import _tuned_key
+
+    assert _tuned_key("t", 0, (0.0, 10, "mean"), ("validation", 40, True, None))[0] == 0.0
+    with pytest.raises(SubmissionError, match="not a configuration"):
+        _tuned_key("t", 0, (-0.1, 10, "mean"), ("validation", 40, True, None))

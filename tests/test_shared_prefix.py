@@ -217,11 +217,13 @@ def test_end_to_end_nq_open_semagree_on_shared_prefix(data_dir, lm):
     assert lm.shared_prefix_cost.prompt_tokens > before  # the requests took the shared-prefix path
     res = out["results"]["nq_open_semagree"]
     assert 0.0 <= res["acc,judge_f1"] <= 1.0 and "ece_uw10,judge_f1" in res
-    samples = out["samples"]["nq_open_semagree"]
+    # one row per document and filter: the judge rows and the estimator rows (issue 23) read the same responses
+    samples = [s for s in out["samples"]["nq_open_semagree"] if s["filter"] == "judge_f1"]
     assert len(samples) == 3
     for s in samples:
         greedy_resps, sampled_resps = s["resps"]
         assert len(greedy_resps) == 1 and len(sampled_resps) == 3
         assert len(json.loads(s["filtered_resps"][1])["samples"]) == 3
     again = _evaluate(lm, 0)  # the same --seed: the same samples
-    assert [s["resps"] for s in again["samples"]["nq_open_semagree"]] == [s["resps"] for s in samples]
+    assert [s["resps"] for s in again["samples"]["nq_open_semagree"] if s["filter"] == "judge_f1"] == [
+        s["resps"] for s in samples]

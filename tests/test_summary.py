@@ -102,7 +102,7 @@ def test_soft_and_qa_tasks_get_their_own_columns(tmp_path):
                                              "triviaqa_semagree": {"none": qa}}))
     heads = [r for r in _table(md) if r[0] == "row"]
     assert heads[0][2:-2] == ["acc", "soft_ece", "soft_brier", "soft_nll", "spearman", "auroc_class"]
-    assert heads[1][2:-2] == ["acc", "ece_uw10", "brier_conf", "nll_conf", "auroc_conf"]
+    assert heads[1][2:-2] == ["acc", "ece_uw10", "brier_conf", "nll_conf", "auroc_conf", "prr"]
     assert re.search(r"\| none \| 40 \| [0-9.]+ \| [0-9.]+ \[", md)  # the QA ECE has its CI too
 
 

@@ -226,7 +226,7 @@ REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 HEADLINE: dict[str, tuple[str, ...]] = {
     CLASSIFICATION: ("acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_conf"),
     "soft": ("acc", "soft_ece", "soft_brier", "soft_nll", "spearman", "auroc_class"),
-    CONFIDENCE: ("acc", "ece_uw10", "brier_conf", "nll_conf", "auroc_conf"),
+    CONFIDENCE: ("acc", "ece_uw10", "brier_conf", "nll_conf", "auroc_conf", "prr"),
 }
 
 
