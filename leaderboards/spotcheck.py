@@ -253,15 +253,10 @@ def check_crossfit(results_path: Path) -> dict:
 
     from semcal_eval.core import recalibration
     from semcal_eval.core.records import first_gold
-    from semcal_eval.runs import locate_run, read_results
 
-    results = read_results(Path(results_path))
-    subtasks = _dict(results.get("group_subtasks"))
-    tasks = sorted(t for t in results["results"] if not subtasks.get(t))
-    run = locate_run(results_path, tasks)
     out = {}
-    for task in tasks:
-        rows = _rows(run.samples_paths[task], None, gold=True, strict=False)
+    for task, samples in _task_samples(results_path):
+        rows = _rows(samples, None, gold=True, strict=False)
         for ts, source in CROSS_DOCUMENT_FILTERS.items():
             if ts not in rows or source not in rows:
                 continue
@@ -303,6 +298,17 @@ def check_crossfit(results_path: Path) -> dict:
     return out
 
 
+def _task_samples(results_path: Path) -> list[tuple[str, Path]]:
+    """(task, samples file) of every task of a run (groups left out), from its results file."""
+    from semcal_eval.runs import locate_run, read_results
+
+    results = read_results(Path(results_path))
+    subtasks = _dict(results.get("group_subtasks"))
+    tasks = sorted(t for t in results["results"] if not subtasks.get(t))
+    run = locate_run(results_path, tasks)
+    return [(t, run.samples_paths[t]) for t in tasks]
+
+
 def _finite(x) -> bool:
     """A finite JSON number within float range (an integer of 400 digits is not: float() would overflow)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
@@ -332,15 +338,10 @@ def check_tuned_row(results_path: Path) -> dict:
     configuration for every record, ``tuned_fold`` null) or cross-fitted (documents sorted by id, fold =
     position % 2 as the filter does, one configuration per fold). A record that names another configuration
     than its fold's — a per-document choice — is rejected. Returns {task: {fold: configuration}} (stored)."""
-    from semcal_eval.runs import locate_run, read_results
 
-    results = read_results(Path(results_path))
-    subtasks = _dict(results.get("group_subtasks"))
-    tasks = sorted(t for t in results["results"] if not subtasks.get(t))
-    run = locate_run(results_path, tasks)
     out = {}
-    for task in tasks:
-        rows = _rows(run.samples_paths[task], None, strict=False).get(TUNED_FILTER)
+    for task, samples in _task_samples(results_path):
+        rows = _rows(samples, None, strict=False).get(TUNED_FILTER)
         if not rows:
             continue
         chosen: dict = {}

@@ -94,8 +94,9 @@ def _worker(rank: int, world: int, port: int, out: Path) -> None:
                        if "," in k and isinstance(v, (int, float)) and not isinstance(v, bool)}
             records: dict = {}
             for s in res["samples"][task]:
+                # a row with no metrics (an estimator row whose inputs this backend path does not log) has no record
                 records.setdefault(s["filter"], {})[str(s["doc_id"])] = {
-                    "record": s[s["metrics"][0]], "filtered_resps": s["filtered_resps"]}
+                    "record": s[s["metrics"][0]] if s["metrics"] else None, "filtered_resps": s["filtered_resps"]}
             got[task] = {"metrics": metrics, "records": records}
         else:
             assert res is None

@@ -620,15 +620,21 @@ def calibration_reward(
 # ----------------------------------------------------------------------------------------------------------
 # RLCR (verbalised confidence)
 
-def _rlcr_parts(completions: list, kwargs: dict, judge, judge_kwargs) -> tuple[list, list, list]:
+def _parsed_and_correct(completions: list, kwargs: dict, judge, judge_kwargs, parse) -> tuple[list, list]:
+    """(``parse(text)`` of each completion — (format, answer, confidence) —, its correctness): the verbalised
+    methods' common first step."""
     n = len(completions)
-    parsed = [parse_rlcr(completion_text(c)) for c in completions]
+    parsed = [parse(completion_text(c)) for c in completions]
     answers = _column(kwargs, "answers", n)
     questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
     golds = [_golds(a) for a in answers]
     # the same short-answer reading as CSR/RLVR (kwargs "match", default span), so the methods are judged alike
     judged = judged_answers([p[1] for p in parsed], questions, golds, kwargs.get("match", DEFAULT_MATCH))
-    y = correctness(questions, judged, golds, _judge(judge, judge_kwargs))
+    return parsed, correctness(questions, judged, golds, _judge(judge, judge_kwargs))
+
+
+def _rlcr_parts(completions: list, kwargs: dict, judge, judge_kwargs) -> tuple[list, list, list]:
+    parsed, y = _parsed_and_correct(completions, kwargs, judge, judge_kwargs, parse_rlcr)
     return [float(p[0]) for p in parsed], y, [p[2] for p in parsed]
 
 
@@ -760,12 +766,7 @@ def rd_reward(prompts: list, completions: list, completion_ids=None, trainer_sta
     from semcal_eval.qa.verbalized import parse_rd
 
     n = len(completions)
-    parsed = [parse_rd(completion_text(c)) for c in completions]
-    answers = _column(kwargs, "answers", n)
-    questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
-    golds = [_golds(a) for a in answers]
-    judged = judged_answers([p[1] for p in parsed], questions, golds, kwargs.get("match", DEFAULT_MATCH))
-    y = correctness(questions, judged, golds, _judge(judge, judge_kwargs))
+    parsed, y = _parsed_and_correct(completions, kwargs, judge, judge_kwargs, parse_rd)
     log_metric = kwargs.get("log_metric")
     if log_metric is not None and n:
         seen = [p[2] / 10 for p in parsed if p[2] is not None]
