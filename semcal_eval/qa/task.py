@@ -25,7 +25,7 @@ from lm_eval.api.filter import Filter
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from semcal_eval.core.metric_table import CI_METRICS, METRICS, RANK_METRICS
+from semcal_eval.core.metric_table import METRICS, RANK_METRICS, base_metric
 from semcal_eval.core.records import confidence_record
 from semcal_eval.data import EVAL_KEY, QA_FIELDS, make_lm_eval_loader, qa_fields, qa_golds, qa_question
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
@@ -379,13 +379,9 @@ class VerbalizedFilter(Filter):
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _base_metric(m: str) -> str:
-    return m[:-6] if m.endswith(("_ci_lo", "_ci_hi")) and m[:-6] in CI_METRICS else m
-
-
 def _metric_reads(m: str, record: dict) -> bool:
     """Whether metric ``m`` (a table metric or its CI) reads only fields ``record`` has."""
-    metric = METRICS.get(_base_metric(m))
+    metric = METRICS.get(base_metric(m))
     return metric is None or all(f in record for f in metric.view)
 
 
@@ -395,7 +391,7 @@ def _check_metrics(task: str | None, mode: str, metric_list: list | None) -> Non
     have = _RECORD_FIELDS[mode]
     for entry in metric_list or []:
         m = entry.get("metric") if isinstance(entry, dict) else None
-        base = m[:-6] if isinstance(m, str) and m.endswith(("_ci_lo", "_ci_hi")) and m[:-6] in CI_METRICS else m
+        base = base_metric(m) if isinstance(m, str) else m
         metric = METRICS.get(base)
         if metric is None:
             continue  # not a table metric: check_aggregations / lm-eval name it
@@ -526,7 +522,7 @@ class QATask(ConfigurableTask):
                 return {}
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"])
             keep = [m for m in self._metric_fn_list
-                    if _metric_reads(m, record) and (rec["probability"] or _base_metric(m) in RANK_METRICS)]
+                    if _metric_reads(m, record) and (rec["probability"] or base_metric(m) in RANK_METRICS)]
             return {m: record for m in keep}
         if self.qa["mode"] in _STATED:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_parsed=int(rec["conf_parsed"]))
