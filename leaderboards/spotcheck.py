@@ -87,8 +87,6 @@ CROSS_DOCUMENT_FILTERS = {"constrained_ts": "constrained", "semsoft_ts": "semsof
 TUNED_FILTER = "semsoft_tuned"
 #: dtypes whose arithmetic the tolerance was chosen for (None/"auto": the float32 catalogue folders load float32).
 _FLOAT32 = (None, "", "auto", "float32", "torch.float32", "float", "fp32")
-#: Main metric under which the per-document record is read (recompute checks that all copies are equal).
-_MAIN = ("ece_uw15", "ece_uw10", "acc")
 
 
 class NotCheckable(Exception):
@@ -380,10 +378,15 @@ def _task_kinds() -> tuple[set[str], set[str]]:
 
 
 def _record(row: dict):
-    for m in _MAIN:
-        if m in row:
-            return row[m]
-    raise SubmissionError(f"samples row {row.get('_line')}: no record under {', '.join(_MAIN)}")
+    from semcal_eval.runs import RunError, row_record
+
+    try:
+        got = row_record(row)
+    except RunError as e:
+        raise SubmissionError(str(e)) from None
+    if got is None:
+        raise SubmissionError(f"samples row {row.get('_line')}: no semcal record under any of its metrics")
+    return got[1]
 
 
 def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,

@@ -72,15 +72,16 @@ def filters_from_samples(rows: list[dict]) -> dict[str, dict]:
 
     Rows without an item (``--predict_only``, non-semcal tasks) are skipped.
     """
+    from semcal_eval.runs import row_record
+
     by_filter: dict[str, dict] = defaultdict(lambda: {"doc_ids": [], "items": []})
     for row in rows:
-        names = row.get("metrics") or []
-        item = next((row[m] for m in names if isinstance(row.get(m), dict)), None)
-        if item is None:
+        got = row_record(row)
+        if got is None:
             continue
         f = by_filter[row.get("filter", "none")]
         f["doc_ids"].append(row["doc_id"])
-        f["items"].append(item)
+        f["items"].append(got[1])
     return dict(by_filter)
 
 

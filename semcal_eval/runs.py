@@ -44,6 +44,9 @@ __all__ = [
     "read_samples",
     "iter_samples",
     "locate_run",
+    "REF_PREFIX",
+    "row_record",
+    "iter_records",
 ]
 
 DEFAULT_LIMITS = {
@@ -213,3 +216,50 @@ def locate_run(output_dir: str | Path, tasks: list[str]) -> RunFiles:
             )
         run.samples_paths[task] = sp
     return run
+
+
+#: A per-document metric value that is not the record but a reference to it: ``"=<name>"`` (the record logged
+#: under metric ``name`` of the same row; written by :class:`semcal_eval.harness.base.SameAs`).
+REF_PREFIX = "="
+
+
+def row_record(row: dict) -> tuple[str, dict] | None:
+    """``(holder, record)`` of one samples row: the metric name under which the row's record is logged, and the
+    record. None for a row with no semcal record (an lm-eval task's floats, ``--predict_only``).
+
+    A semcal row logs its record (a JSON object) under its first metric name and ``"=<holder>"`` under every
+    other one. Older logs that repeat the record under several names are read too, when every copy is equal.
+    Anything else — two different records, a reference to a name that holds none — raises :class:`RunError`:
+    one row must mean one record, whoever reads it (report, summary, board, spot check).
+    """
+    names = row.get("metrics")
+    if not isinstance(names, list):
+        return None
+    holder, rec = None, None
+    for n in names:
+        v = row.get(n) if isinstance(n, str) else None
+        if isinstance(v, dict):
+            if rec is None:
+                holder, rec = n, v
+            elif v != rec:
+                raise RunError(f"samples row {row.get('_line', '?')} (doc_id {row.get('doc_id')}, filter "
+                               f"{row.get('filter')}): different records under {holder!r} and {n!r}; a row holds "
+                               "one record, submit lm-eval's unedited output")
+    if rec is None:
+        return None
+    for n in names:
+        v = row.get(n)
+        if isinstance(v, str) and v.startswith(REF_PREFIX) and v != REF_PREFIX + holder:
+            target = row.get(v[len(REF_PREFIX):])
+            if target is not rec and target != rec:
+                raise RunError(f"samples row {row.get('_line', '?')}: metric {n!r} refers to {v!r}, which holds "
+                               f"no record of this row (the record is under {holder!r})")
+    return holder, rec
+
+
+def iter_records(path: Path) -> Iterator[tuple[dict, str, dict]]:
+    """``(row, filter, record)`` for every samples row of ``path`` that holds a semcal record (streamed)."""
+    for row in iter_samples(path):
+        got = row_record(row)
+        if got is not None:
+            yield row, row.get("filter", "none"), got[1]
