@@ -47,6 +47,8 @@ __all__ = [
     "REF_PREFIX",
     "row_record",
     "iter_records",
+    "records_by_filter",
+    "load_records",
 ]
 
 DEFAULT_LIMITS = {
@@ -263,3 +265,33 @@ def iter_records(path: Path) -> Iterator[tuple[dict, str, dict]]:
         got = row_record(row)
         if got is not None:
             yield row, row.get("filter", "none"), got[1]
+
+
+def records_by_filter(rows) -> dict[str, dict]:
+    """Group samples rows by filter: {filter: {"doc_ids": [...], "items": [...]}} in row order; rows without a
+    semcal record (``--predict_only``, lm-eval's own tasks) are left out."""
+    out: dict[str, dict] = {}
+    for row in rows:
+        got = row_record(row)
+        if got is not None:
+            f = out.setdefault(row.get("filter", "none"), {"doc_ids": [], "items": []})
+            f["doc_ids"].append(row["doc_id"])
+            f["items"].append(got[1])
+    return out
+
+
+def load_records(output_dir: str | Path) -> dict[str, dict[str, dict]]:
+    """{task: {filter: {"doc_ids", "items"}}} of every task of the newest run in ``output_dir`` that logged
+    semcal records (groups, which have no samples file, and tasks without records are left out)."""
+    results_path = find_results(output_dir)
+    results = read_results(results_path)
+    date_id = results_path.stem[len("results_"):]
+    out: dict[str, dict[str, dict]] = {}
+    for task in results["results"]:
+        sp = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
+        if not sp.is_file():
+            continue  # groups have no samples of their own
+        by_filter = records_by_filter(iter_samples(sp))
+        if by_filter:
+            out[task] = by_filter
+    return out
