@@ -87,8 +87,6 @@ CROSS_DOCUMENT_FILTERS = {"constrained_ts": "constrained", "semsoft_ts": "semsof
 TUNED_FILTER = "semsoft_tuned"
 #: dtypes whose arithmetic the tolerance was chosen for (None/"auto": the float32 catalogue folders load float32).
 _FLOAT32 = (None, "", "auto", "float32", "torch.float32", "float", "fp32")
-#: Main metric under which the per-document record is read (recompute checks that all copies are equal).
-_MAIN = ("ece_uw15", "ece_uw10", "acc")
 
 
 class NotCheckable(Exception):
@@ -380,10 +378,15 @@ def _task_kinds() -> tuple[set[str], set[str]]:
 
 
 def _record(row: dict):
-    for m in _MAIN:
-        if m in row:
-            return row[m]
-    raise SubmissionError(f"samples row {row.get('_line')}: no record under {', '.join(_MAIN)}")
+    from semcal_eval.runs import RunError, row_record
+
+    try:
+        got = row_record(row)
+    except RunError as e:
+        raise SubmissionError(str(e)) from None
+    if got is None:
+        raise SubmissionError(f"samples row {row.get('_line')}: no semcal record under any of its metrics")
+    return got[1]
 
 
 def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
@@ -455,89 +458,48 @@ def _tuned_configs(task: str, rows: dict[int, dict], ids: list[int], grid: dict 
 
 def spot_check(results_path: Path, *, seed: int | None = None, seeds: dict[str, int] | None = None,
                splits: dict[str, str] | None = None, work_dir: Path | None = None, progress=print) -> SpotCheck:
-    """Spot-check the validated run of ``results_path`` (see the module docstring). ``splits``: task -> the
-    split validate_run checked the documents against (preferred to the run's own metadata).
+    """Spot-check the validated run of ``results_path`` (see the module docstring): the board's **tier** stage.
+    ``splits``: task -> the split validate_run checked the documents against (preferred to the run's own
+    metadata).
 
     ``seeds``: task -> the board's seed (:func:`board_seed`). ``seed``: a seed chosen by the caller
     (``--spot-check-seed``); such a check is reported but can never give the ``spot-checked`` tier, since whoever
     chose the seed knew the sample. Returns a :class:`SpotCheck` (tier ``spot-checked``, or ``self-reported``
     with the reason); raises :class:`SpotCheckRejected` when the probabilities differ beyond :data:`TOLERANCE`
     (the message does not name the sampled documents; ``detail`` does, for the attempts table)."""
-    from semcal_eval.runs import RunError, locate_run, read_results
-
-    from .evaluate import PINNED, lm_eval_command, run_lm_eval
+    from semcal_eval.runs import locate_run, read_results
 
     results = read_results(Path(results_path))
     chosen = seed is not None
     base = int(seed) if chosen else secrets.randbelow(2**31)
-    task_seeds: dict[str, int] = {}
-    config = _dict(results.get("config"))
     try:
-        pretrained, claim = claimed_model(config.get("model_args"))
+        pretrained, claim = claimed_model(_dict(results.get("config")).get("model_args"))
     except NotCheckable as e:
         return SpotCheck("self-reported", {"reason": str(e)}, f"not spot-checked: {e}")
-    semsoft_tasks, mc_tasks = _task_kinds()
+    kinds = _task_kinds()
     subtasks = _dict(results.get("group_subtasks"))
     tasks = sorted(t for t in results["results"] if not subtasks.get(t))
     run = locate_run(results_path, tasks)
+    task_seeds: dict[str, int] = {}
     unchecked: dict[str, str] = {}
     checked: dict[str, int] = {}
     worst = {"diff": -1.0}
     tmp = Path(tempfile.mkdtemp(prefix="semcal-spotcheck-", dir=work_dir))
     try:
         for task in tasks:
-            cfg = _dict(_dict(results.get("configs")).get(task))
-            if task not in semsoft_tasks and task not in mc_tasks:
-                unchecked[task] = ("only semsoft and multiple_choice (*_base) tasks are re-scored; generation "
-                                   "(QA) tasks are not spot-checked")
-                continue
-            shots = _dict(results.get("n-shot")).get(task)
-            if shots and not (isinstance(shots, int) and shots == 0):
-                unchecked[task] = "few-shot contexts depend on the documents drawn before each one"
-                continue
-            if results.get("chat_template") or results.get("system_instruction"):
-                unchecked[task] = "runs with a chat template or system instruction are not re-scored"
-                continue
             try:
-                sub_rows = _rows(run.samples_paths[task], None)
+                _rescorable(task, results, kinds)
+                sub_rows, filters = _submitted_rows(run.samples_paths[task])
             except NotCheckable as e:
                 unchecked[task] = str(e)
-                continue
-            filters = [f for f in sorted(sub_rows)
-                       if f not in CROSS_DOCUMENT_FILTERS and f not in REFERENCE_FILTERS and f != TUNED_FILTER]
-            if not filters:
-                unchecked[task] = "no filter of this run is a per-document function of the model"
                 continue
             tseed = (seeds or {}).get(task) if not chosen else None
             task_seeds[task] = tseed if tseed is not None else base + sum(map(ord, task))
             ids = sample_doc_ids(list(sub_rows[filters[0]]), task_seeds[task])
-            meta, split = _rescore_metadata(cfg, task in semsoft_tasks)
-            grid = meta.pop("tune_grid", None)
-            split = (splits or {}).get(task) or split
-            jobs = [(filters, meta, ids, None)]  # (submitted filters, metadata, documents, compared with)
-            if TUNED_FILTER in sub_rows and task in semsoft_tasks:
-                tids = [d for d in ids if d in sub_rows[TUNED_FILTER]]
-                for (tau, k, emb), docs in sorted(_tuned_configs(task, sub_rows[TUNED_FILTER], tids, grid).items()):
-                    jobs.append(([TUNED_FILTER], {**meta, "tau": [tau], "top_k": k, "label_embedding": emb}, docs,
-                                 "semsoft"))
-            failed = None
-            for j_no, (j_filters, j_meta, j_ids, compared_with) in enumerate(jobs):
-                failed = None
-                out = tmp / f"{task}-{j_no}"
-                cmd = lm_eval_command(pretrained, [task], out, samples={task: j_ids}, split=split, metadata=j_meta,
-                                      settings=PINNED)
-                progress(f"spot check: re-scoring {len(j_ids)} of {len(sub_rows[filters[0]])} documents of {task} "
-                         f"({', '.join(j_filters)}) with {pretrained}")
-                err = run_lm_eval(cmd, tmp / f"{task}-{j_no}.log")
-                if err:
-                    failed = f"re-scoring failed: {err}"
-                    break
-                try:
-                    new_rows = _rows(locate_run(out, [task]).samples_paths[task], None)
-                except (RunError, NotCheckable) as e:
-                    failed = f"re-scoring wrote no usable samples: {e}"
-                    break
-                worst = _compare(task, j_filters, sub_rows, new_rows, j_ids, j_meta, split, worst, compared_with)
+            cfg = _dict(_dict(results.get("configs")).get(task))
+            jobs, split = _rescore_jobs(task, cfg, task in kinds[0], sub_rows, filters, ids, splits)
+            failed, worst = _rescore(task, jobs, sub_rows, len(sub_rows[filters[0]]), split, pretrained, tmp,
+                                     worst, progress)
             if failed:
                 unchecked[task] = failed
                 continue
@@ -545,6 +507,72 @@ def spot_check(results_path: Path, *, seed: int | None = None, seeds: dict[str, 
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _finish(checked, unchecked, worst, task_seeds, chosen, claim, pretrained)
+
+
+def _rescorable(task: str, results: dict, kinds: tuple[set[str], set[str]]) -> None:
+    """NotCheckable with the reason when ``task`` of this run cannot be re-scored document by document: its
+    kind (QA generation), few-shot contexts, a chat template or system instruction."""
+    semsoft_tasks, mc_tasks = kinds
+    if task not in semsoft_tasks and task not in mc_tasks:
+        raise NotCheckable("only semsoft and multiple_choice (*_base) tasks are re-scored; generation (QA) tasks "
+                           "are not spot-checked")
+    shots = _dict(results.get("n-shot")).get(task)
+    if shots and not (isinstance(shots, int) and shots == 0):
+        raise NotCheckable("few-shot contexts depend on the documents drawn before each one")
+    if results.get("chat_template") or results.get("system_instruction"):
+        raise NotCheckable("runs with a chat template or system instruction are not re-scored")
+
+
+def _submitted_rows(samples: Path) -> tuple[dict[str, dict[int, dict]], list[str]]:
+    """``(rows, filters compared)`` of a task's submitted samples: the filters whose probabilities are a function
+    of one document's model output (NotCheckable when there is none, or the records are not classification)."""
+    rows = _rows(samples, None)
+    filters = [f for f in sorted(rows)
+               if f not in CROSS_DOCUMENT_FILTERS and f not in REFERENCE_FILTERS and f != TUNED_FILTER]
+    if not filters:
+        raise NotCheckable("no filter of this run is a per-document function of the model")
+    return rows, filters
+
+
+def _rescore_jobs(task: str, cfg: dict, semsoft: bool, sub_rows: dict, filters: list[str], ids: list[int],
+                  splits: dict[str, str] | None) -> tuple[list[tuple], str | None]:
+    """The lm-eval runs that re-score ``ids``: ``(submitted filters, metadata, documents, compared with)`` each
+    (one with the run's hyper-parameters; one more per configuration the ``semsoft_tuned`` records name), and
+    the split to run them on."""
+    meta, split = _rescore_metadata(cfg, semsoft)
+    grid = meta.pop("tune_grid", None)
+    split = (splits or {}).get(task) or split
+    jobs = [(filters, meta, ids, None)]
+    if TUNED_FILTER in sub_rows and semsoft:
+        tids = [d for d in ids if d in sub_rows[TUNED_FILTER]]
+        for (tau, k, emb), docs in sorted(_tuned_configs(task, sub_rows[TUNED_FILTER], tids, grid).items()):
+            jobs.append(([TUNED_FILTER], {**meta, "tau": [tau], "top_k": k, "label_embedding": emb}, docs, "semsoft"))
+    return jobs, split
+
+
+def _rescore(task: str, jobs: list[tuple], sub_rows: dict, n_docs: int, split: str | None, pretrained: str,
+             tmp: Path, worst: dict, progress) -> tuple[str, dict]:
+    """Run each job with lm-eval (the board's pinned settings) and fold its differences into ``worst``;
+    ``(why the re-scoring failed, or "", worst)``."""
+    from semcal_eval.runs import RunError, locate_run
+
+    from .evaluate import PINNED, lm_eval_command, run_lm_eval
+
+    for j_no, (j_filters, j_meta, j_ids, compared_with) in enumerate(jobs):
+        out = tmp / f"{task}-{j_no}"
+        cmd = lm_eval_command(pretrained, [task], out, samples={task: j_ids}, split=split, metadata=j_meta,
+                              settings=PINNED)
+        progress(f"spot check: re-scoring {len(j_ids)} of {n_docs} documents of {task} "
+                 f"({', '.join(j_filters)}) with {pretrained}")
+        err = run_lm_eval(cmd, tmp / f"{task}-{j_no}.log")
+        if err:
+            return f"re-scoring failed: {err}", worst
+        try:
+            new_rows = _rows(locate_run(out, [task]).samples_paths[task], None)
+        except (RunError, NotCheckable) as e:
+            return f"re-scoring wrote no usable samples: {e}", worst
+        worst = _compare(task, j_filters, sub_rows, new_rows, j_ids, j_meta, split, worst, compared_with)
+    return "", worst
 
 
 def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compared_with=None) -> dict:

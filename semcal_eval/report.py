@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -45,43 +44,24 @@ class ReportError(ValueError):
 
 # -- reading -------------------------------------------------------------------------------------------------
 def load_run(path: str | Path) -> dict[str, dict[str, dict]]:
-    """{task: {filter: {"doc_ids": [...], "items": [...]}}} from an lm-eval ``--output_path`` folder."""
-    from semcal_eval.runs import find_results, read_results, read_samples
+    """{task: {filter: {"doc_ids": [...], "items": [...]}}} from an lm-eval ``--output_path`` folder, read by
+    the one reader of runs (:func:`semcal_eval.runs.load_records`)."""
+    from semcal_eval.runs import load_records
 
-    results_path = find_results(path)
-    results = read_results(results_path)
-    date_id = results_path.stem[len("results_") :]
-    out: dict[str, dict[str, dict]] = {}
-    for task in results["results"]:
-        sp = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
-        if not sp.is_file():
-            continue  # groups have no samples of their own
-        by_filter = filters_from_samples(read_samples(sp))
-        if by_filter:
-            out[task] = by_filter
+    out = load_records(path)
     if not out:
         raise ReportError(
-            f"{results_path.parent}: no semcal per-document items in the samples files; run lm-eval with "
+            f"{path}: no semcal per-document items in the samples files; run lm-eval with "
             "--log_samples on semcal tasks (and without --predict_only)"
         )
     return out
 
 
 def filters_from_samples(rows: list[dict]) -> dict[str, dict]:
-    """Group lm-eval sample rows by filter: {filter: {"doc_ids": [...], "items": [...]}} (Contract-1 items).
+    """:func:`semcal_eval.runs.records_by_filter` (kept for the benchmarks that group in-memory samples)."""
+    from semcal_eval.runs import records_by_filter
 
-    Rows without an item (``--predict_only``, non-semcal tasks) are skipped.
-    """
-    by_filter: dict[str, dict] = defaultdict(lambda: {"doc_ids": [], "items": []})
-    for row in rows:
-        names = row.get("metrics") or []
-        item = next((row[m] for m in names if isinstance(row.get(m), dict)), None)
-        if item is None:
-            continue
-        f = by_filter[row.get("filter", "none")]
-        f["doc_ids"].append(row["doc_id"])
-        f["items"].append(item)
-    return dict(by_filter)
+    return records_by_filter(rows)
 
 
 _sorted_filters = rows_table.row_order  # one reading order for the report, the summary and the board

@@ -44,6 +44,11 @@ __all__ = [
     "read_samples",
     "iter_samples",
     "locate_run",
+    "REF_PREFIX",
+    "row_record",
+    "iter_records",
+    "records_by_filter",
+    "load_records",
 ]
 
 DEFAULT_LIMITS = {
@@ -213,3 +218,80 @@ def locate_run(output_dir: str | Path, tasks: list[str]) -> RunFiles:
             )
         run.samples_paths[task] = sp
     return run
+
+
+#: A per-document metric value that is not the record but a reference to it: ``"=<name>"`` (the record logged
+#: under metric ``name`` of the same row; written by :class:`semcal_eval.harness.base.SameAs`).
+REF_PREFIX = "="
+
+
+def row_record(row: dict) -> tuple[str, dict] | None:
+    """``(holder, record)`` of one samples row: the metric name under which the row's record is logged, and the
+    record. None for a row with no semcal record (an lm-eval task's floats, ``--predict_only``).
+
+    A semcal row logs its record (a JSON object) under its first metric name and ``"=<holder>"`` under every
+    other one. Older logs that repeat the record under several names are read too, when every copy is equal.
+    Anything else — two different records, a reference to a name that holds none — raises :class:`RunError`:
+    one row must mean one record, whoever reads it (report, summary, board, spot check).
+    """
+    names = row.get("metrics")
+    if not isinstance(names, list):
+        return None
+    holder, rec = None, None
+    for n in names:
+        v = row.get(n) if isinstance(n, str) else None
+        if isinstance(v, dict):
+            if rec is None:
+                holder, rec = n, v
+            elif v != rec:
+                raise RunError(f"samples row {row.get('_line', '?')} (doc_id {row.get('doc_id')}, filter "
+                               f"{row.get('filter')}): different records under {holder!r} and {n!r}; a row holds "
+                               "one record, submit lm-eval's unedited output")
+    if rec is None:
+        return None
+    for n in names:
+        v = row.get(n)
+        if isinstance(v, str) and v.startswith(REF_PREFIX) and v != REF_PREFIX + holder:
+            target = row.get(v[len(REF_PREFIX):])
+            if target is not rec and target != rec:
+                raise RunError(f"samples row {row.get('_line', '?')}: metric {n!r} refers to {v!r}, which holds "
+                               f"no record of this row (the record is under {holder!r})")
+    return holder, rec
+
+
+def iter_records(path: Path) -> Iterator[tuple[dict, str, dict]]:
+    """``(row, filter, record)`` for every samples row of ``path`` that holds a semcal record (streamed)."""
+    for row in iter_samples(path):
+        got = row_record(row)
+        if got is not None:
+            yield row, row.get("filter", "none"), got[1]
+
+
+def records_by_filter(rows) -> dict[str, dict]:
+    """Group samples rows by filter: {filter: {"doc_ids": [...], "items": [...]}} in row order; rows without a
+    semcal record (``--predict_only``, lm-eval's own tasks) are left out."""
+    out: dict[str, dict] = {}
+    for row in rows:
+        got = row_record(row)
+        if got is not None:
+            f = out.setdefault(row.get("filter", "none"), {"doc_ids": [], "items": []})
+            f["doc_ids"].append(row["doc_id"])
+            f["items"].append(got[1])
+    return out
+
+
+def load_records(output_dir: str | Path) -> dict[str, dict[str, dict]]:
+    """{task: {filter: {"doc_ids", "items"}}} of every task of the newest run in ``output_dir`` that logged
+    semcal records (groups, which have no samples file, and tasks without records are left out)."""
+    results_path = find_results(output_dir)
+    results = read_results(results_path)
+    date_id = results_path.stem[len("results_"):]
+    out: dict[str, dict[str, dict]] = {}
+    for task in results["results"]:
+        sp = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
+        if not sp.is_file():
+            continue  # groups have no samples of their own
+        by_filter = records_by_filter(iter_samples(sp))
+        if by_filter:
+            out[task] = by_filter
+    return out

@@ -177,9 +177,11 @@ def test_yaml_task_resolves_every_aggregation_and_evaluates():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = evaluate(_FixedLM(), loaded, bootstrap_iters=0, log_samples=True, verbosity="ERROR")
+    from semcal_eval.runs import row_record
+
     row = res["results"]["semcal_agg_fixture"]
     samples = res["samples"]["semcal_agg_fixture"]
-    items = [s["ece_uw15"] for s in sorted(samples, key=lambda s: s["doc_id"])]
+    items = [row_record(s)[1] for s in sorted(samples, key=lambda s: s["doc_id"])]
     assert len(items) == 40
     rep = T.compute_all(items, with_ci=False)
     for name in ("acc", "ece_uw15", "brier_mc", "nll", "soft_brier", "spearman", "aurc", "macro_f1"):
@@ -237,20 +239,67 @@ def test_temperature_is_the_mean_fitted_t_and_nan_where_not_recalibrated():
     assert math.isnan(A.aggregate("temperature", [{"probs": [0.5, 0.5], "gold": 0}]))
 
 
-def test_stderr_values_log_as_a_reference_not_a_second_copy():
-    """lm-eval writes samples with json.dumps(default=handle_non_serializable): a <metric>_stderr value is the
-    string "=<metric>", and the aggregation still reads the record behind it."""
+def test_a_row_logs_its_record_once_and_references_under_every_other_name():
+    """lm-eval writes samples with json.dumps(default=handle_non_serializable): the record is logged under the
+    row's first metric name and every other name is the string "=<first>"; the aggregations still read the
+    record behind each name, and the one reader of a row (runs.row_record) gets it back from the JSON."""
     import json
 
     from lm_eval.utils import handle_non_serializable
 
     from semcal_eval.harness.base import SameAs, metric_values
+    from semcal_eval.runs import row_record
 
     recs = [R.classification_record([p, 1 - p], int(p < 0.5)) for p in np.linspace(0.05, 0.95, 30)]
-    vals = [metric_values(["acc", "acc_stderr", "nll", "nll_stderr"], r) for r in recs]
-    line = json.loads(json.dumps(vals[0], default=handle_non_serializable))
-    assert line["acc_stderr"] == "=acc" and line["nll_stderr"] == "=nll" and line["nll"] == recs[0]
-    assert isinstance(vals[0]["acc_stderr"], SameAs)
+    names = ["acc", "acc_stderr", "nll", "nll_stderr"]
+    vals = [metric_values(names, r) for r in recs]
+    line = json.loads(json.dumps({"metrics": names, **vals[0]}, default=handle_non_serializable))
+    assert line["acc"] == recs[0] and all(line[n] == "=acc" for n in names[1:])
+    assert row_record(line) == ("acc", recs[0])
+    assert sum(isinstance(v, dict) for v in line.values()) == 1  # one copy of the record
+    assert isinstance(vals[0]["nll_stderr"], SameAs)
     assert A.aggregate("nll_stderr", [v["nll_stderr"] for v in vals]) == A.aggregate("nll_stderr", recs) > 0
-    # a stderr without its metric among the names keeps the record itself (nothing to point at)
-    assert metric_values(["acc_stderr"], recs[0])["acc_stderr"] == recs[0]
+    assert A.aggregate("nll", [v["nll"] for v in vals]) == pytest.approx(
+        -np.mean([np.log(r["probs"][r["gold"]]) for r in recs]), abs=1e-12)
+
+
+def test_row_record_refuses_forged_rows():
+    """Two different records in one row, or a reference to a name that holds none, are errors, not a pick."""
+    from semcal_eval.runs import RunError, row_record
+
+    a, b = R.classification_record([0.3, 0.7], 1), R.classification_record([0.6, 0.4], 1)
+    with pytest.raises(RunError, match="different records"):
+        row_record({"metrics": ["acc", "nll"], "acc": a, "nll": b})
+    with pytest.raises(RunError, match="refers to"):
+        row_record({"metrics": ["acc", "nll"], "acc": a, "nll": "=brier_mc"})
+    assert row_record({"metrics": ["acc"], "acc": 0.5}) is None  # an lm-eval task's own float
+    assert row_record({"metrics": ["acc", "nll"], "acc": a, "nll": dict(a)}) == ("acc", a)  # older logs: copies
+
+
+def test_metrics_of_one_row_share_one_conversion_and_cannot_write_into_it():
+    """Every metric of a row reads one RecordArrays (converted once), read-only, and gives what a fresh
+    conversion per metric gives."""
+    from semcal_eval.core import records as Rmod
+
+    rng = np.random.default_rng(3)
+    recs = [R.classification_record(p, int(rng.integers(3))) for p in rng.dirichlet(np.ones(3), 40)]
+    calls = []
+    real = A.to_arrays
+
+    def counting(records, view=("conf", "correct")):
+        calls.append(view)
+        return real(records, view=view)
+
+    A.to_arrays = counting
+    try:
+        A._arrays_cache.clear()
+        got = {n: A.aggregate(n, list(recs)) for n in ("acc", "nll", "brier_mc", "ece_uw15", "macro_f1")}
+    finally:
+        A.to_arrays = real
+    assert len(calls) == 1
+    for n, v in got.items():
+        assert v == pytest.approx(T.compute(n, Rmod.to_arrays(recs)), abs=1e-12)
+    shared = A.shared_arrays(recs)
+    with pytest.raises(ValueError):
+        shared.probs[0, 0] = 1.0
+    assert A.shared_arrays([dict(r) for r in recs]) is not shared  # equal but other objects: converted anew

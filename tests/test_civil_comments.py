@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from semcal_eval import TASKS_DIR
+from semcal_eval.harness.base import unwrap
 from semcal_eval.harness.multiple_choice import make_mc_process_results, mc_record
 
 CC_DIR = TASKS_DIR / "civil_comments"
@@ -138,7 +139,7 @@ def test_mc_item_soft_target():
         mc_record([0.0, 0.0, 0.0], 0, soft=0.5)
     pr = make_mc_process_results(lambda d: int(d["t"] >= 0.5), "soft", soft_fn=lambda d: d["t"])
     out = pr({"t": 0.6}, [(math.log(0.25), False), (math.log(0.75), False)])
-    assert {"soft_brier", "acc", "soft_brier_stderr"} <= set(out) and out["acc"] is out["soft_brier"]
+    assert {"soft_brier", "acc", "soft_brier_stderr"} <= set(out) and unwrap(out["soft_brier"]) is out["acc"]
     assert out["acc"]["gold"] == 1 and out["acc"]["soft"] == 0.6
 
 

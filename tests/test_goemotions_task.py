@@ -15,8 +15,11 @@ from semcal_eval import TASKS_DIR
 from semcal_eval.data import GOEMOTIONS_LABELS, load
 from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor
 from semcal_eval.semsoft.scoring import SemSoftError
-from semcal_eval.semsoft.spec import SemSoftParams
+from semcal_eval.semsoft.spec import SemSoftParams, SemSoftResponse, SemSoftRow
 from semcal_eval.semsoft.task import semsoft_task_names
+from semcal_eval.runs import row_record
+
+from references import ref_ece, ref_top_label  # noqa: E402  (tests/references.py)
 
 
 def evaluate(lm, tasks, limit, **meta_and_kw):
@@ -49,26 +52,31 @@ def test_rows_side_by_side_from_one_pass(run6):
 
 
 def test_items_are_recomputable_and_match_the_results(run6):
-    from semcal_eval.harness.aggregations import aggregate
 
     samples = [s for s in run6["samples"]["goemotions_semsoft"] if s["filter"] == "semsoft"]
-    item = samples[0]["ece_uw15"]
+    item = row_record(samples[0])[1]
     assert len(item["probs"]) == 28 and abs(sum(item["probs"]) - 1) < 1e-5
     gold = load("goemotions", split="validation").filter(lambda d: len(d["labels"]) == 1)[samples[0]["doc_id"]]
     assert item["gold"] == gold["labels"][0]
-    items = [s["ece_uw15"] for s in samples]
-    assert run6["results"]["goemotions_semsoft"]["ece_uw15,semsoft"] == pytest.approx(aggregate("ece_uw15", items))
-    assert run6["results"]["goemotions_semsoft"]["acc,semsoft"] == pytest.approx(aggregate("acc", items))
+    items = [row_record(s)[1] for s in samples]
+    conf, correct = ref_top_label(items)  # the reported numbers against a plain re-implementation
+    assert run6["results"]["goemotions_semsoft"]["ece_uw15,semsoft"] == pytest.approx(ref_ece(conf, correct, 15),
+                                                                                        abs=1e-9)
+    assert run6["results"]["goemotions_semsoft"]["acc,semsoft"] == pytest.approx(correct.mean(), abs=1e-12)
+    P = np.asarray([r["probs"] for r in items])
+    nll = -np.mean(np.log(P[np.arange(len(items)), [r["gold"] for r in items]]))
+    assert run6["results"]["goemotions_semsoft"]["nll,semsoft"] == pytest.approx(nll, rel=1e-9)
 
 
 def test_prior_row_is_the_training_class_frequency(run6, data_dir):
     train = load("goemotions", split="train").filter(lambda d: len(d["labels"]) == 1)
     counts = np.bincount([d[0] for d in train["labels"]], minlength=28) + 1.0  # add-one, as documented
     expected = counts / counts.sum()
-    prior = [s for s in run6["samples"]["goemotions_semsoft"] if s["filter"] == "prior"][0]["ece_uw15"]["probs"]
+    prior = [s for s in run6["samples"]["goemotions_semsoft"] if s["filter"] == "prior"][0]
+    prior = row_record(prior)[1]["probs"]
     np.testing.assert_allclose(prior, expected, atol=1e-9)
     majority = [s for s in run6["samples"]["goemotions_semsoft"] if s["filter"] == "majority"][0]
-    assert np.argmax(majority["ece_uw15"]["probs"]) == GOEMOTIONS_LABELS.index("neutral")
+    assert np.argmax(row_record(majority)[1]["probs"]) == GOEMOTIONS_LABELS.index("neutral")
 
 
 def test_predict_only_logs_responses_without_metrics(semsoft_lm, data_dir):
@@ -129,6 +137,9 @@ class _View:
     def train_soft_targets(self):
         return []
 
+    def doc_ids(self, docs):  # lm-eval's contiguous doc_ids
+        return list(range(len(docs)))
+
 
 def _overconfident(n, T, seed):
     rng = np.random.default_rng(seed)
@@ -143,30 +154,30 @@ def _overconfident(n, T, seed):
 def test_crossfit_temperature_recovers_t_and_never_uses_a_documents_own_label():
     probs, y = _overconfident(400, 2.5, 0)
     docs = [{"y": int(v)} for v in y]
-    out = CrossfitTemperature(_View()).apply([p.tolist() for p in probs], docs)
-    temps = {o["temperature"] for o in out}
+    out = CrossfitTemperature(_View()).apply([SemSoftRow(p) for p in probs], docs)
+    temps = {o.temperature for o in out}
     assert len(temps) == 2 and all(2.0 < t < 3.1 for t in temps)
     flipped = [dict(d) for d in docs]
     flipped[0]["y"] = (flipped[0]["y"] + 1) % 4  # doc 0 is in fold 0: its T comes from fold 1 only
-    out2 = CrossfitTemperature(_View()).apply([p.tolist() for p in probs], flipped)
-    np.testing.assert_allclose(out2[0]["probs"], out[0]["probs"])
-    assert out2[1]["temperature"] != out[1]["temperature"]
+    out2 = CrossfitTemperature(_View()).apply([SemSoftRow(p) for p in probs], flipped)
+    np.testing.assert_allclose(out2[0].probs, out[0].probs)
+    assert out2[1].temperature != out[1].temperature
 
 
 def test_crossfit_on_too_few_documents_is_a_clear_error():
     probs, y = _overconfident(30, 2.0, 1)
     with pytest.raises(ValueError, match="20"):
-        CrossfitTemperature(_View()).apply([p.tolist() for p in probs], [{"y": int(v)} for v in y])
+        CrossfitTemperature(_View()).apply([SemSoftRow(p) for p in probs], [{"y": int(v)} for v in y])
 
 
 def test_reference_predictors():
-    resps = [[{"baseline": [0.25] * 4}]] * 3
+    resps = [[SemSoftResponse(baseline=[0.25] * 4)]] * 3
     docs = [{"y": 0}] * 3
     prior = ReferencePredictor("prior", _View([0, 0, 1, 3])).apply(resps, docs)
-    np.testing.assert_allclose(prior[0], np.array([3, 2, 1, 2]) / 8)  # add-one smoothing
+    np.testing.assert_allclose(prior[0].probs, np.array([3, 2, 1, 2]) / 8)  # add-one smoothing
     majority = ReferencePredictor("majority", _View([0, 0, 1, 3])).apply(resps, docs)
-    assert majority[0] == [1.0, 0.0, 0.0, 0.0]
-    assert ReferencePredictor("uniform", _View()).apply(resps, docs)[2] == [0.25] * 4
+    assert majority[0].probs == (1.0, 0.0, 0.0, 0.0)
+    assert ReferencePredictor("uniform", _View()).apply(resps, docs)[2].probs == (0.25,) * 4
     with pytest.raises(ValueError, match="training split"):
         ReferencePredictor("prior", _View([])).apply(resps, docs)
 

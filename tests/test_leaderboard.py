@@ -230,7 +230,8 @@ def test_tampered_item_rejected(env, capsys):
     assert submit(env["tmp"] / "fresh") == 2
     err = capsys.readouterr().err
     # the row's records differ between metric names: one canonical record per document (issue 12, D1)
-    assert "different records under metric keys 'ece_uw15' and 'brier_mc'" in err
+    # (named by the holder, the row's first metric: the one reader's message, semcal_eval.runs.row_record)
+    assert "doc_id 0, filter constrained): different records under 'acc' and 'brier_mc'" in err
 
 
 def test_duplicate_submission_rejected(env, capsys):
@@ -450,7 +451,7 @@ def test_mixed_record_kinds_rejected(env, capsys):
     samp.write_text("\n".join(lines) + "\n")
     assert submit(path) == 2
     err = capsys.readouterr().err
-    assert f"{samp}:4 metric ece_uw15" in err and "must be one kind" in err
+    assert f"{samp}:4 metric acc" in err and "must be one kind" in err
 
 
 def test_run_reader_is_the_library_s():

@@ -15,6 +15,8 @@ from semcal_eval.core import records as R
 from semcal_eval.harness import aggregations as A
 from semcal_eval.harness.task_yaml import iter_task_configs
 
+from references import ref_ece  # noqa: E402  (tests/references.py)
+
 
 def _cls_records(n=150, k=4, seed=0, soft=False):
     rng = np.random.default_rng(seed)
@@ -65,7 +67,8 @@ def test_compute_all_matches_independent_references():
     assert out["brier_mc"] == pytest.approx(np.mean(np.sum((P - np.eye(4)[y]) ** 2, 1)), rel=1e-12)
     assert out["auroc_conf"] == pytest.approx(roc_auc_score(correct, conf))
     assert out["brier_conf"] == pytest.approx(brier_score_loss(correct, conf))
-    assert out["ece_uw15"] == M.ece(conf, correct, 15)
+    assert out["ece_uw15"] == pytest.approx(ref_ece(conf, correct, 15), abs=1e-12)
+    assert out["ece_uw10"] == pytest.approx(ref_ece(conf, correct, 10), abs=1e-12)
     assert "soft_brier" not in out and "em" not in out  # only what applies to plain classification records
     soft, Ps, t = _cls_records(soft=True)
     out_s = T.compute_all(soft, with_ci=False)

@@ -15,6 +15,8 @@ import pytest
 from semcal_eval import TASKS_DIR
 from semcal_eval.qa import conf_cluster_share, conf_entropy
 from semcal_eval.qa.task import QA_DEFAULTS, qa_settings
+from semcal_eval.harness.base import unwrap
+from semcal_eval.runs import row_record
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DATASETS = ("nq_open", "triviaqa", "hotpotqa", "msmarco")
@@ -106,6 +108,8 @@ def test_each_dataset_builds_requests(data_dir, ds):
     gk, sk = greedy.arguments[1], sampled.arguments[1]
     assert gk["do_sample"] is False and "temperature" not in gk
     assert sk["do_sample"] is True and sk["temperature"] == 0.7 and sk["top_k"] == 0 and sk["top_p"] == 1.0
+    # QA sampling's top-k has its own name: "top_k" is Semantic Softmax's K in the same --metadata
+    assert qa_settings({"top_k": 50})["sample_top_k"] == 0 and qa_settings({"sample_top_k": 7})["sample_top_k"] == 7
     assert gk["until"] == sk["until"] == ["\n", "Q:"] and gk["max_gen_toks"] == sk["max_gen_toks"] == 32
     ctx = greedy.arguments[0]
     assert ctx.endswith(f"Q: {greedy.doc['qa_question']}\nA:") and "short answer" in ctx
@@ -201,8 +205,8 @@ def test_judge_filter_and_process_results(data_dir):
     assert rec["correct"] == 1 and rec["em"] == 1
     res0 = task.process_results(task.instances[0].doc, [i.filtered_resps["judge_f1"] for i in task.instances[:2]])
     # one record, the same object under every metric name; the metric table reads each metric's view of it
-    record = res0["acc"]
-    assert set(res0) == set(task._metric_fn_list) and all(v is record for v in res0.values())
+    record = unwrap(next(iter(res0.values())))
+    assert set(res0) == set(task._metric_fn_list) and all(unwrap(v) is record for v in res0.values())
     assert {k: record[k] for k in ("conf", "correct", "em")} == {"conf": 0.5, "correct": 1, "em": 1}
     assert record["conf_entropy"] == pytest.approx(1 - (-(0.5 * math.log(0.5) + 2 * 0.25 * math.log(0.25))) / math.log(4))
     assert set(record) == {"conf", "correct", "em", "conf_entropy"}
@@ -278,8 +282,9 @@ def test_verbalized_filter(data_dir):
     assert (r0["greedy"], r0["conf"], r0["conf_parsed"], r0["correct"]) == (gold, 0.8, True, 1)
     assert (r1["conf"], r1["conf_parsed"]) == (0.5, False)
     res = task.process_results(task.instances[1].doc, [task.instances[1].filtered_resps["verbalized"]])
-    assert all(v is res["acc"] for v in res.values())
-    assert res["acc"] == {"conf": 0.5, "correct": 0, "em": 0, "conf_parsed": 0}
+    record = unwrap(next(iter(res.values())))
+    assert all(unwrap(v) is record for v in res.values())  # one record, logged once (the rest "=<first>")
+    assert record == {"conf": 0.5, "correct": 0, "em": 0, "conf_parsed": 0}
 
 
 def test_metric_needing_a_field_the_mode_lacks_fails_at_construction(data_dir):
@@ -335,7 +340,7 @@ def test_end_to_end_nq_open_k3_deterministic(data_dir, smol_hflm):
         rec = json.loads(s["filtered_resps"][1])
         assert len(rec["samples"]) == len(rec["cluster_ids"]) == 3
         # the logged record recomputes the logged metric item
-        assert s["acc"]["conf"] == conf_cluster_share(rec["greedy_cluster"], rec["cluster_ids"]) == rec["conf"]
+        assert row_record(s)[1]["conf"] == conf_cluster_share(rec["greedy_cluster"], rec["cluster_ids"]) == rec["conf"]
         confs.append(rec["conf"])
     again = _run(smol_hflm, "nq_open_semagree", 3, split="validation", num_samples=3)
     assert [s["resps"] for s in again["samples"]["nq_open_semagree"]] == [s["resps"] for s in every]
@@ -356,4 +361,4 @@ def test_end_to_end_verbalized(data_dir, smol_hflm):
     for s in out["samples"]["triviaqa_verbalized"]:
         assert len(s["resps"]) == 1 and len(s["resps"][0]) == 1  # one greedy answer, no samples
         rec = json.loads(s["filtered_resps"][0])
-        assert rec["raw"] == s["resps"][0][0] and s["acc"]["conf"] == rec["conf"]
+        assert rec["raw"] == s["resps"][0][0] and row_record(s)[1]["conf"] == rec["conf"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from semcal_eval import TASKS_DIR
+from semcal_eval.harness.base import unwrap
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("nq_open", "triviaqa", "hotpotqa", "msmarco")
@@ -200,7 +201,7 @@ def _score(task, comps, tok) -> tuple[list[dict], list[dict], float]:
     task.apply_filters()
     (name,) = {k for i in task.instances for k in i.filtered_resps}
     filtered = [json.loads(i.filtered_resps[name]) for i in task.instances]
-    docs = [task.process_results(i.doc, [i.filtered_resps[name]])["conf_parse_rate"] for i in task.instances]
+    docs = [unwrap(task.process_results(i.doc, [i.filtered_resps[name]])["conf_parse_rate"]) for i in task.instances]
     rate = task.aggregation()["conf_parse_rate"](docs)
     return filtered, docs, rate
 

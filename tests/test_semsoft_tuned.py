@@ -12,7 +12,7 @@ from sklearn.metrics import f1_score, log_loss
 from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.filters import SemSoftTuned
 from semcal_eval.semsoft.scoring import SemSoftError
-from semcal_eval.semsoft.spec import SemSoftParams, SemSoftRequest
+from semcal_eval.semsoft.spec import SemSoftParams, SemSoftRequest, SemSoftResponse
 
 L = 4
 GRID = {"taus": [0.0, 0.2], "top_k": [10, 50], "label_embeddings": ["first", "mean"]}
@@ -106,7 +106,7 @@ class _View:
 
 
 def _resps(rows):
-    return [[{"baseline": b, "grid": g}] for g, b, _, _ in rows], [{"id": i} for i in range(len(rows))]
+    return [[SemSoftResponse(baseline=b, grid=g)] for g, b, _, _ in rows], [{"id": i} for i in range(len(rows))]
 
 
 def test_validation_tuned_row_never_reads_the_reported_labels():
@@ -117,11 +117,11 @@ def test_validation_tuned_row_never_reads_the_reported_labels():
     out = SemSoftTuned(_View(golds, t_rows)).apply(resps, docs)
     scrambled = {i: (g + 1 + i) % L for i, g in golds.items()}
     assert SemSoftTuned(_View(scrambled, t_rows)).apply(resps, docs) == out
-    assert {o["tuned_on"] for o in out} == {"validation"} and out[0]["tuned_embedding"] == "first"
-    assert all(o["probs"] == r[0]["first/k10/tau0"] for o, r in zip(out, evaluated))
+    assert {o.tuned["tuned_on"] for o in out} == {"validation"} and out[0].tuned["tuned_embedding"] == "first"
+    assert all(list(o.probs) == r[0]["first/k10/tau0"] for o, r in zip(out, evaluated))
     # the test has power: the tuning documents' own labels do move the choice
     moved = ([-1 - i for i in range(30)], _doc_rows(30, 6, informative="mean/k50/tau0.2"))
-    assert SemSoftTuned(_View(golds, moved)).apply(resps, docs)[0]["tuned_embedding"] == "mean"
+    assert SemSoftTuned(_View(golds, moved)).apply(resps, docs)[0].tuned["tuned_embedding"] == "mean"
 
 
 def test_crossfit_fold_never_reads_its_own_labels():
@@ -129,8 +129,8 @@ def test_crossfit_fold_never_reads_its_own_labels():
     resps, docs = _resps(rows)
     golds = {i: r[2] for i, r in enumerate(rows)}
     out = SemSoftTuned(_View(golds)).apply(resps, docs)
-    assert [o["tuned_fold"] for o in out] == [i % 2 for i in range(60)]
-    assert {o["tuned_on"] for o in out} == {"crossfit"} and {o["tuned_n"] for o in out} == {30}
+    assert [o.tuned["tuned_fold"] for o in out] == [i % 2 for i in range(60)]
+    assert {o.tuned["tuned_on"] for o in out} == {"crossfit"} and {o.tuned["tuned_n"] for o in out} == {30}
     for f in (0, 1):
         # scramble fold f's labels so that another configuration is best on it: fold f's rows do not move,
         # the other fold's (tuned on fold f) do
@@ -150,7 +150,9 @@ def test_too_few_documents_and_bad_grids_are_clear_errors():
         tuning.select([r[0] for r in rows] * 2 + [{}] * 2, [r[1] for r in rows] * 2 + [[0.25] * 4] * 2,
                       [r[2] for r in rows] * 2 + [0, 0], keys=KEYS)
     with pytest.raises(SemSoftError, match="carries no tuning grid"):
-        SemSoftTuned(_View({0: 0})).apply([[{"baseline": [0.5, 0.5]}]], [{"id": 0}])
+        SemSoftTuned(_View({0: 0})).apply([[SemSoftResponse(baseline=[0.5, 0.5])]], [{"id": 0}])
+    with pytest.raises(SemSoftError, match="not a SemSoftResponse.*--use_cache"):  # a stale cache's dict
+        SemSoftTuned(_View({0: 0})).apply([[{"baseline": [0.5, 0.5], "grid": {}}]], [{"id": 0}])
     for meta, needle in [({"tune_taus": 0.2}, "non-empty list"), ({"tune_top_k": [0]}, "outside"),
                          ({"tune_embeddings": ["hidden"]}, "unknown"), ({"tune_limit": 0}, "positive integer"),
                          ({"tune_taus": [1.5]}, "outside"), ({"tune_by": "ece_uw15"}, "tune_by")]:

@@ -258,18 +258,19 @@ def test_crossfit_on_a_shard_equals_the_one_process_fit(monkeypatch):
 
     from semcal_eval.harness import distributed
     from semcal_eval.semsoft.filters import CrossfitTemperature
+    from semcal_eval.semsoft.spec import SemSoftRow
 
     rng = np.random.default_rng(0)
     n = 61
     z = rng.normal(0, 2.0, size=(n, 4))
     y = [int(rng.choice(4, p=np.exp(v) / np.exp(v).sum())) for v in z]
     p = np.exp(2.5 * z) / np.exp(2.5 * z).sum(1, keepdims=True)  # overconfident by T = 2.5
-    resps, docs = [row.tolist() for row in p], [{"y": v} for v in y]
+    resps, docs = [SemSoftRow(row) for row in p], [{"y": v} for v in y]
     full = CrossfitTemperature(_ShardView(range(n))).apply(resps, docs)
-    assert {o["fold"] for o in full[0::2]} == {0} and {o["fold"] for o in full[1::2]} == {1}
-    assert all(1.8 < o["temperature"] < 3.5 and not o["at_bound"] for o in full)
+    assert {o.fold for o in full[0::2]} == {0} and {o.fold for o in full[1::2]} == {1}
+    assert all(1.8 < o.temperature < 3.5 and not o.at_bound for o in full)
     shards = [list(range(r, n, 2)) for r in (0, 1)]
-    parts = [[(i, (resps[i], y[i])) for i in shard] for shard in shards]
+    parts = [[(i, (resps[i].probs, y[i])) for i in shard] for shard in shards]
     monkeypatch.setattr(distributed, "_dist", lambda: _FakeDist(parts))
     for shard in shards:
         out = CrossfitTemperature(_ShardView(shard)).apply([resps[i] for i in shard], [docs[i] for i in shard])

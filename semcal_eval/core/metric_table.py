@@ -24,7 +24,7 @@ table fills its ``±`` column (:data:`HEADLINE` and docs/ARCHITECTURE.md, Contra
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -319,10 +319,17 @@ def _check(m: Metric, a: RecordArrays) -> None:
     raise ValueError(f"metric {m.name!r} reads the confidence-record fields {m.view}, not a classification record")
 
 
-def arrays_for(name: str, records: list[dict]) -> RecordArrays:
-    """The records as arrays through metric ``name``'s view."""
+def view_for(name: str, records: Sequence[dict]) -> tuple[str, str]:
+    """The (confidence, correctness) fields metric ``name`` reads from ``records`` (classification records are
+    read whole, so their view is the default)."""
+    return _metric(name).view if records and "probs" not in records[0] else ("conf", "correct")
+
+
+def arrays_for(name: str, records: list[dict], convert: Callable[..., RecordArrays] = to_arrays) -> RecordArrays:
+    """The records as arrays through metric ``name``'s view, checked to suit the metric (``convert`` lets a
+    caller that aggregates many metrics of one row share one conversion)."""
     m = _metric(name)
-    a = to_arrays(records, view=m.view if records and "probs" not in records[0] else ("conf", "correct"))
+    a = convert(records, view=view_for(name, records))
     _check(m, a)
     return a
 

@@ -13,7 +13,9 @@ the aggregation the task's ``metric_list`` names. The aggregation of metric ``X`
 
 :func:`metric_list` builds those entries; tests/test_metric_table.py checks every packaged YAML against it.
 The ``_ci_lo`` / ``_ci_hi`` pair and the ``_stderr`` of a metric share one bootstrap per records list (its
-replicates cached by content).
+replicates cached by content), and every metric of one (task, filter) shares one :class:`RecordArrays`:
+lm-eval calls one aggregation per metric name, each with its own list of the same record objects
+(:class:`~semcal_eval.harness.base.SameAs`), so the records are converted once per row, not once per metric.
 
 **lm-eval's ± column.** lm-eval fills ``<metric>_stderr,<filter>`` only for its own built-in aggregations
 (``stderr_for_metric``); for any other aggregation it writes ``"N/A"``. A semcal task therefore also emits
@@ -29,6 +31,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -40,9 +43,10 @@ from lm_eval.api.registry import aggregation_registry
 
 from ..core import metric_table as T
 from ..core import metrics as M
+from ..core.records import RecordArrays, to_arrays
 from .base import unwrap
 
-__all__ = ["AGG_PREFIX", "AGGREGATIONS", "aggregate", "metric_list"]
+__all__ = ["AGG_PREFIX", "AGGREGATIONS", "aggregate", "metric_list", "shared_arrays"]
 
 AGG_PREFIX = "semcal_"
 
@@ -50,6 +54,30 @@ AGG_PREFIX = "semcal_"
 AGGREGATIONS: dict[str, str] = {name: AGG_PREFIX + name for name in T.HIGHER_IS_BETTER}
 
 _rep_cache: OrderedDict[tuple, np.ndarray] = OrderedDict()
+#: (view, n, id of first and last record) -> (the records, their arrays); a hit is confirmed object by object
+#: against the kept list, whose strong references keep those ids from being reused while cached.
+_arrays_cache: OrderedDict[tuple, tuple[list, RecordArrays]] = OrderedDict()
+_CACHE_ROWS = 16
+
+
+def shared_arrays(records: Sequence[dict], view: tuple[str, str] = ("conf", "correct")) -> RecordArrays:
+    """``to_arrays(records, view)``, converted once for every list of the very same record objects."""
+    if not records:
+        return to_arrays(records, view=view)
+    key = (view, len(records), id(records[0]), id(records[-1]))
+    hit = _arrays_cache.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], records)):
+        _arrays_cache.move_to_end(key)
+        return hit[1]
+    arrays = to_arrays(records, view=view)
+    for f in fields(arrays):
+        x = getattr(arrays, f.name)
+        if isinstance(x, np.ndarray):
+            x.flags.writeable = False  # shared by every metric of the row: a metric must not write into it
+    _arrays_cache[key] = (list(records), arrays)
+    while len(_arrays_cache) > _CACHE_ROWS:
+        _arrays_cache.popitem(last=False)
+    return arrays
 
 
 def _replicates(name: str, a) -> np.ndarray:
@@ -73,12 +101,12 @@ def aggregate(name: str, records: Sequence[dict]) -> float:
         return T.parameter(name, records)
     base = T.base_metric(name)
     if base != name and base in T.CI_METRICS:
-        reps = _replicates(base, T.arrays_for(base, records))
+        reps = _replicates(base, T.arrays_for(base, records, shared_arrays))
         if name.endswith(T.STDERR_SUFFIX):
             return M.replicate_stderr(reps)
         lo, hi = M.percentile_interval(reps)
         return lo if name.endswith("_lo") else hi
-    return T.compute(name, T.arrays_for(name, records))
+    return T.compute(name, T.arrays_for(name, records, shared_arrays))
 
 
 def metric_list(names: Sequence[str] | None = None) -> list[dict[str, Any]]:

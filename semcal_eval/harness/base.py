@@ -29,11 +29,11 @@ def check_aggregations(task) -> None:
 class SameAs:
     """A per-document metric value that is the record already logged under metric ``name``.
 
-    lm-eval logs every metric's per-document value in ``samples_*.jsonl``; a ``<metric>_stderr`` (lm-eval's ±
-    column) needs the same record as ``<metric>``. Aggregations read :attr:`record` in memory; lm-eval's samples
-    writer (``json.dumps(default=str)``) logs the object as the short string ``"=<name>"`` instead of a second
-    copy of the record, and readers resolve it to the record under ``name`` (the board requires exactly that
-    string). Pickles (data-parallel gathers) as a plain object.
+    lm-eval logs every metric's per-document value in ``samples_*.jsonl``, and a semcal row reports one record
+    under each of its metric names (6 headline metrics, their ``_stderr``, fitted parameters). Aggregations read
+    :attr:`record` in memory; lm-eval's samples writer (``json.dumps(default=str)``) logs the object as the
+    short string ``"=<name>"``, so a samples row holds one copy of the record, and readers resolve the string
+    (:func:`semcal_eval.runs.row_record`). Pickles (data-parallel gathers) as a plain object.
     """
 
     __slots__ = ("name", "record")
@@ -58,11 +58,10 @@ def unwrap(value):
 
 
 def metric_values(names, record: dict) -> dict:
-    """process_results' return value: ``record`` under each of ``names``, a ``<metric>_stderr`` as
-    :class:`SameAs` its metric when that metric is among ``names`` (one copy of the record in the logs)."""
-    from semcal_eval.core.metric_table import STDERR_SUFFIX, base_metric
-
+    """process_results' return value: ``record`` under the first of ``names`` and :class:`SameAs` it under
+    every other one (one copy of the record in the logs; :func:`semcal_eval.runs.row_record` reads it)."""
     names = list(names)
-    have = set(names)
-    return {n: SameAs(base_metric(n), record) if n.endswith(STDERR_SUFFIX) and base_metric(n) in have else record
-            for n in names}
+    if not names:
+        return {}
+    holder = names[0]
+    return {holder: record, **{n: SameAs(holder, record) for n in names[1:]}}

@@ -29,7 +29,7 @@ from semcal_eval.core.metric_table import METRICS, RANK_METRICS, base_metric
 from semcal_eval.core.records import confidence_record
 from semcal_eval.data import EVAL_KEY, QA_FIELDS, make_lm_eval_loader, qa_fields, qa_golds, qa_question
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
-from semcal_eval.harness.base import check_aggregations, process_results_marker
+from semcal_eval.harness.base import check_aggregations, metric_values, process_results_marker
 
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
@@ -59,8 +59,9 @@ QA_DEFAULTS: dict = {
     "mode": "agreement",
     "num_samples": 10,  # K sampled answers per question (≥ 2)
     "temperature": 1.0,  # sampling temperature of the K samples (the greedy answer is always greedy)
-    "top_p": 1.0,  # 1.0 and top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
-    "top_k": 0,
+    "top_p": 1.0,  # 1.0 and sample_top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
+    # the samples' top-k; not "top_k", which is Semantic Softmax's K (one --metadata serves every task of a run)
+    "sample_top_k": 0,
     "correct_threshold": 0.5,  # correct ⇔ best token-F1 against the gold aliases ≥ this
     "correctness": "f1",  # or "judge": the filter's judge says the greedy answer ≡ some gold alias
     "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
@@ -97,12 +98,15 @@ def qa_settings(metadata: dict | None) -> dict:
     """
     meta = metadata or {}
     s = {**QA_DEFAULTS, **{k: meta[k] for k in QA_DEFAULTS if k in meta}}
+    if "top_k" in meta and "sample_top_k" not in meta:
+        log.warning("QA task: metadata top_k=%r is Semantic Softmax's K and does not change QA sampling; the "
+                    "samples' top-k is sample_top_k (now %s)", meta["top_k"], s["sample_top_k"])
     if s["mode"] not in _RECORD_FIELDS:
         raise ValueError(f"QA task: mode={s['mode']!r} must be one of {', '.join(map(repr, _RECORD_FIELDS))}")
     try:
         s["num_samples"] = int(s["num_samples"])
         s["temperature"], s["top_p"] = float(s["temperature"]), float(s["top_p"])
-        s["top_k"], s["correct_threshold"] = int(s["top_k"]), float(s["correct_threshold"])
+        s["sample_top_k"], s["correct_threshold"] = int(s["sample_top_k"]), float(s["correct_threshold"])
         s["missing_confidence"] = float(s["missing_confidence"])
     except (TypeError, ValueError) as e:
         raise ValueError(f"QA task: bad numeric setting in --metadata ({e})") from e
@@ -476,7 +480,7 @@ class QATask(ConfigurableTask):
                 f"{self.config.task}: --gen_kwargs would change {bad}, which this QA task sets itself (one "
                 "greedy answer plus K samples). Set sampling with --metadata, e.g. "
                 f"'{{\"num_samples\": {self.qa['num_samples']}, \"temperature\": {self.qa['temperature']}, "
-                f"\"top_p\": {self.qa['top_p']}, \"top_k\": {self.qa['top_k']}}}', and drop {bad} from "
+                f"\"top_p\": {self.qa['top_p']}, \"sample_top_k\": {self.qa['sample_top_k']}}}', and drop {bad} from "
                 "--gen_kwargs."
             )
         if changed and not self._warned_gen:
@@ -488,7 +492,7 @@ class QATask(ConfigurableTask):
         if self.qa["mode"] in _STATED:
             return greedy, None
         sample = {**base, "do_sample": True, "temperature": self.qa["temperature"],
-                  "top_p": self.qa["top_p"], "top_k": self.qa["top_k"]}
+                  "top_p": self.qa["top_p"], "top_k": self.qa["sample_top_k"]}
         return greedy, sample
 
     def construct_requests(self, doc, ctx, **kwargs):
@@ -523,9 +527,9 @@ class QATask(ConfigurableTask):
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"])
             keep = [m for m in self._metric_fn_list
                     if _metric_reads(m, record) and (rec["probability"] or base_metric(m) in RANK_METRICS)]
-            return {m: record for m in keep}
+            return metric_values(keep, record)
         if self.qa["mode"] in _STATED:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_parsed=int(rec["conf_parsed"]))
         else:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_entropy=rec["conf_entropy"])
-        return {m: record for m in self._metric_fn_list}
+        return metric_values(self._metric_fn_list, record)

@@ -121,10 +121,11 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
         return self._label_sets[key]
 
     # -- the request type ----------------------------------------------------------------------------------
-    def semsoft(self, requests, disable_tqdm: bool = False) -> list[dict]:
+    def semsoft(self, requests, disable_tqdm: bool = False) -> list[SemSoftResponse]:
         """Answer ``semsoft`` requests: ``Instance.args = (context, SemSoftRequest.to_dict())``.
 
-        Returns one :class:`~semcal_eval.semsoft.spec.SemSoftResponse` per request, as a dict (lm-eval logs it).
+        Returns one :class:`~semcal_eval.semsoft.spec.SemSoftResponse` per request: the request is parsed and
+        validated here, once, and the filters read the typed response.
         """
         prepared = []
         for req in requests:
@@ -139,7 +140,7 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
                 grid = {**grid, "sets": {e: self._label_set(tuple(labels), conts, e) for e in grid["label_embeddings"]}}
             prepared.append((req, ctx, lset, [float(t) for t in request.taus], int(request.top_k), grid))
 
-        results: list[dict | None] = [None] * len(prepared)
+        results: list[SemSoftResponse | None] = [None] * len(prepared)
         # Longest first, so padding is small within a batch and an OOM would show up at once.
         order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i][1]))
         bs = self.batch_size if isinstance(self.batch_size, int) and self.batch_size > 0 else 8
@@ -171,7 +172,7 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
         pbar.close()
         return results
 
-    def _score_one(self, logits, lset: _LabelSet, taus, top_k, branch_lp, grid=None) -> dict:
+    def _score_one(self, logits, lset: _LabelSet, taus, top_k, branch_lp, grid=None) -> SemSoftResponse:
         out = semantic_softmax(logits, self.output_embedding.detach(), lset.emb, taus, top_k, self.vocab_valid)
         baseline = lset.trie.constrained(out["log_probs"][0], branch_lp)
         p_sem = apply_fallback(out["p_sem"][:, 0], out["fallback"][:, 0], baseline)
@@ -184,7 +185,7 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
             topk_mass=float(out["topk_mass"][0]),
             collisions=[[lset.labels[i].strip() for i in g] for g in lset.trie.collisions],
             top_tokens=[[self.tokenizer.decode([int(t)]), float(p.exp())] for p, t in zip(*top5)],
-        ).to_dict()
+        )
 
     def _grid(self, log_probs, baseline, grid: dict) -> dict[str, list[float]]:
         """P_sem for every (embedding, K, τ) of the tuning grid from one top-K_max gather (K' < K_max: the first

@@ -1,5 +1,9 @@
 """lm-eval filters that turn one ``semsoft`` response into side-by-side rows (Contract 2).
 
+Every filter here returns one :class:`~semcal_eval.semsoft.spec.SemSoftRow` per document; the first step of
+a row reads the backend's typed :class:`~semcal_eval.semsoft.spec.SemSoftResponse` (parsed once, in the
+backend), and ``SemSoftTask.process_results`` builds the record from the row.
+
 * ``semsoft_select``: the constrained baseline or P_sem at one τ.
 * ``crossfit_temperature``: temperature scaling fitted without a second model pass and without touching the
   document it is applied to — 2-fold cross-fitting over all evaluated documents. The evaluated doc_ids are
@@ -34,7 +38,7 @@ import logging
 from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.rows import REFERENCES
 from semcal_eval.semsoft.scoring import SemSoftError
-from semcal_eval.semsoft.spec import SemSoftResponse
+from semcal_eval.semsoft.spec import SemSoftRow, as_response
 
 log = logging.getLogger(__name__)
 
@@ -87,27 +91,21 @@ class SemSoftSelect(Filter):
         self.source, self.tau = source, tau
 
     def apply(self, resps, docs):
-        return [SemSoftResponse.from_dict(r[0]).probs(self.source, self.tau) for r in resps]
-
-
-def _probs(r):
-    return r["probs"] if isinstance(r, dict) else r
+        return [SemSoftRow(as_response(r[0]).probs(self.source, self.tau)) for r in resps]
 
 
 @register_filter("crossfit_temperature")
 class CrossfitTemperature(Filter):
-    """Temperature scaling, 2-fold cross-fitted on all evaluated documents (see module docstring).
-
-    ``task`` gives gold labels and doc_ids (:class:`TaskView`); a stand-in without ``doc_ids`` (tests,
-    direct calls) numbers the documents by position.
-    """
+    """Temperature scaling, 2-fold cross-fitted on all evaluated documents (see module docstring); applied
+    to the :class:`SemSoftRow` of a ``semsoft_select`` step. ``task`` gives gold labels and doc_ids
+    (:class:`TaskView`)."""
 
     def __init__(self, task: TaskView, **kwargs):
         self.task = task
 
     def apply(self, resps, docs):
-        ids = self.task.doc_ids(docs) if hasattr(self.task, "doc_ids") else list(range(len(docs)))
-        rows = [(_probs(r), first_gold(self.task.gold(d))) for r, d in zip(resps, docs)]
+        ids = self.task.doc_ids(docs)
+        rows = [(r.probs, first_gold(self.task.gold(d))) for r, d in zip(resps, docs)]
         all_ids, all_rows = gather_rows(ids, rows)  # every rank's documents, sorted by doc_id
         probs = np.asarray([p for p, _ in all_rows], dtype=float)
         labels = np.asarray([y for _, y in all_rows])
@@ -117,13 +115,14 @@ class CrossfitTemperature(Filter):
             fit_on, apply_to = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
             scaled, fit = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
             for i, p in zip(apply_to, scaled):
-                out[all_ids[i]] = {"probs": p.tolist(), "temperature": float(fit.T), "at_bound": bool(fit.at_bound),
-                                   "fold": f}
+                out[all_ids[i]] = SemSoftRow(p.tolist(), temperature=float(fit.T), at_bound=bool(fit.at_bound),
+                                             fold=f)
         return [out[i] for i in ids]
 
 
-def _tune_row(resp: dict, gold, soft) -> tuple:
-    r = SemSoftResponse.from_dict(resp)
+def _tune_row(resp, gold, soft) -> tuple:
+    """``(grid, baseline, gold, soft)`` of one document's response, for :func:`tuning.select`."""
+    r = as_response(resp)
     if not r.grid:
         raise SemSoftError("semsoft_tuned: the response carries no tuning grid; the task must send one "
                            "(metadata tune: true, the default)")
@@ -140,10 +139,10 @@ class SemSoftTuned(Filter):
         self.task, self.by = task, by
 
     def apply(self, resps, docs):
-        ids = self.task.doc_ids(docs) if hasattr(self.task, "doc_ids") else list(range(len(docs)))
+        ids = self.task.doc_ids(docs)
         rows = [_tune_row(r[0], self.task.gold(d), self.task.soft_target(d)) for r, d in zip(resps, docs)]
         all_ids, all_rows = gather_rows(ids, rows)
-        t_ids, t_rows = self.task.tuning_rows() if hasattr(self.task, "tuning_rows") else ([], [])
+        t_ids, t_rows = self.task.tuning_rows()
         _, tune_rows = gather_rows(t_ids, t_rows)
         keys = list(all_rows[0][0]) if all_rows else []
         out: dict = {}
@@ -160,8 +159,8 @@ class SemSoftTuned(Filter):
                      "" if f is None else f" fold {f}", choice.key, choice.criterion, choice.score, choice.n_tune,
                      "met" if choice.guard else "NOT met: best score taken")
             for i in apply_to:
-                out[all_ids[i]] = {"probs": all_rows[i][0][choice.key], **choice.fields(), "tuned_on": tuned_on,
-                                   "tuned_fold": f}
+                out[all_ids[i]] = SemSoftRow(all_rows[i][0][choice.key],
+                                             tuned={**choice.fields(), "tuned_on": tuned_on, "tuned_fold": f})
         return [out[i] for i in ids]
 
 
@@ -177,7 +176,9 @@ class ReferencePredictor(Filter):
         self.kind, self.task = kind, task
 
     def apply(self, resps, docs):
-        n_classes = len(SemSoftResponse.from_dict(resps[0][0]).baseline)
+        return [SemSoftRow(p) for p in self._probs(len(as_response(resps[0][0]).baseline), docs)]
+
+    def _probs(self, n_classes: int, docs) -> list:
         n = len(docs)
         if self.kind == "uniform":
             return recalibration.uniform_predictor(n_classes, n).tolist()

@@ -6,21 +6,25 @@
   ``tune_by``);
   keys left out take the field defaults.
 * :class:`SemSoftRequest`: what a task asks of a backend for one document (``Instance.args = (ctx, request)``).
-* :class:`SemSoftResponse`: what the backend answers.
+* :class:`SemSoftResponse`: what the backend answers, parsed and checked once, in the backend.
+* :class:`SemSoftRow`: what every semsoft filter returns for one document — the distribution of its row plus
+  what a recalibrating or tuning filter fitted — and what ``process_results`` turns into the record.
 
-Request and response cross lm-eval as plain dicts (``to_dict`` / ``from_dict``), because lm-eval logs
-``arguments`` and ``resps`` with ``json.dumps`` and would turn any other object into its ``repr``; inside
-semcal they are read only through these classes, which validate them.
+The request crosses lm-eval as a plain dict (``to_dict`` / ``from_dict``): lm-eval logs ``arguments`` with
+``json.dumps`` and hashes them for its request cache. The response and the rows stay typed objects from the
+backend to ``process_results`` (lm-eval passes ``resps`` / ``filtered_resps`` along untouched, pickles them for
+``--use_cache``, and logs them with ``str()``, which here gives compact JSON).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .scoring import LABEL_EMBEDDINGS, SemSoftError, tau_key, validate_hparams, validate_labels
 
-__all__ = ["REQUEST_TYPE", "SemSoftParams", "SemSoftRequest", "SemSoftResponse"]
+__all__ = ["REQUEST_TYPE", "SemSoftParams", "SemSoftRequest", "SemSoftResponse", "SemSoftRow", "as_response"]
 
 #: lm-eval request type (and the backend method) of Semantic Softmax
 REQUEST_TYPE = "semsoft"
@@ -200,8 +204,52 @@ class SemSoftResponse:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def without_grid(self) -> SemSoftResponse:
+        """The response as logged: the tuning grid (hundreds of distributions) is read by ``semsoft_tuned`` and
+        then dropped; the chosen configuration's probabilities are that row's filtered response."""
+        return replace(self, grid={}) if self.grid else self
+
+    def __str__(self) -> str:  # lm-eval logs resps with str(): compact JSON, machine-readable
+        return json.dumps({k: v for k, v in asdict(self).items() if k != "grid" or v}, separators=(",", ":"))
+
     @classmethod
     def from_dict(cls, d: dict) -> SemSoftResponse:
         if not isinstance(d, dict) or "baseline" not in d:
             raise SemSoftError(f"not a semsoft response (needs 'baseline'): {str(d)[:80]!r}")
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+def as_response(r) -> SemSoftResponse:
+    """``r`` itself when it is a :class:`SemSoftResponse` (what a semsoft backend returns); otherwise an error
+    naming the two ways it happens."""
+    if isinstance(r, SemSoftResponse):
+        return r
+    raise SemSoftError(
+        f"a semsoft filter got {type(r).__name__} {str(r)[:60]!r}, not a SemSoftResponse: a semsoft backend's "
+        "semsoft() must return SemSoftResponse objects (semcal_eval.semsoft.spec); a request cache written by an "
+        "older semcal holds dicts — delete the --use_cache file and rerun"
+    )
+
+
+@dataclass(frozen=True)
+class SemSoftRow:
+    """One document's row of one filter: ``probs`` over the labels; ``temperature`` / ``at_bound`` / ``fold``
+    when the row was temperature-scaled on the other fold; ``tuned`` (the ``tuned_*`` record fields) when its
+    configuration was chosen on other documents. Built by the filters only; read by ``process_results``."""
+
+    probs: tuple[float, ...]
+    temperature: float | None = None
+    at_bound: bool = False
+    fold: int | None = None
+    tuned: dict | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "probs", tuple(float(p) for p in self.probs))
+
+    def __str__(self) -> str:  # lm-eval logs filtered_resps with str()
+        d = {"probs": list(self.probs)}
+        if self.temperature is not None:
+            d.update(temperature=self.temperature, at_bound=self.at_bound, fold=self.fold)
+        if self.tuned:
+            d.update(self.tuned)
+        return json.dumps(d, separators=(",", ":"))

@@ -29,14 +29,14 @@ from lm_eval.api.utils import ends_with_whitespace
 
 from semcal_eval.core import metric_table as T
 from semcal_eval.core import recalibration
-from semcal_eval.core.records import TUNED_FIELDS, classification_record
+from semcal_eval.core.records import classification_record
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
 from semcal_eval.harness.base import check_aggregations, metric_values, process_results_marker
 from semcal_eval.semsoft import filters as semsoft_filters
 from semcal_eval.semsoft import rows as rows_table
 from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.scoring import SemSoftError, tau_key
-from semcal_eval.semsoft.spec import REQUEST_TYPE, SemSoftParams, SemSoftRequest
+from semcal_eval.semsoft.spec import REQUEST_TYPE, SemSoftParams, SemSoftRequest, SemSoftRow, as_response
 
 
 class SemSoftTask(ConfigurableTask):
@@ -187,8 +187,8 @@ class SemSoftTask(ConfigurableTask):
                                       for i in tune])
         out = super().apply_filters()
         for inst in self._instances:
-            if inst.resps and isinstance(inst.resps[0], dict) and inst.resps[0].get("grid"):
-                inst.resps[0] = {k: v for k, v in inst.resps[0].items() if k != "grid"}
+            if inst.resps:
+                inst.resps[0] = as_response(inst.resps[0]).without_grid()
         return out
 
     def _n_evaluated(self, limit, samples) -> int:
@@ -220,13 +220,12 @@ class SemSoftTask(ConfigurableTask):
         declared = list(self.aggregation())
         if "bypass" in declared:  # --predict_only
             return {"bypass": None}
-        (resp,) = results
-        fit = resp if isinstance(resp, dict) else {}  # cross-fitted / tuned rows carry what they fitted
-        record = classification_record(
-            fit["probs"] if fit else resp, self.gold(doc), self.soft_target(doc),
-            temperature=fit.get("temperature"), at_bound=fit.get("at_bound", False),
-            tuned={k: fit[k] for k in TUNED_FIELDS if k in fit},
-        )
+        (row,) = results
+        if not isinstance(row, SemSoftRow):
+            raise SemSoftError(f"task {self.config.task}: a filter returned {type(row).__name__}, not a SemSoftRow; "
+                               "a semsoft row's last filter must be one of semcal_eval.semsoft.filters")
+        record = classification_record(row.probs, self.gold(doc), self.soft_target(doc),
+                                       temperature=row.temperature, at_bound=row.at_bound, tuned=row.tuned or {})
         return metric_values(T.reported_names(declared, record), record)
 
 

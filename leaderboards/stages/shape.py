@@ -1,0 +1,145 @@
+"""Stage 1, **shape**: the results file has the types lm-eval writes, and names known semcal tasks.
+
+A list where an object belongs, a string where a number belongs, an unknown task or a task at another version
+than its YAML declares is refused here, before any later stage indexes into the file, so no later stage can
+crash on a retyped field. Also the parse of one task's reported ``metric,filter`` values (their shape: numbers,
+or short text for the text parameters), which the records and metrics stages compare against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from semcal_eval.core import metric_table as T
+
+from ..errors import SubmissionError
+from ..registry import TaskSpec, normalise_version
+
+#: Largest document count accepted anywhere (n-samples, limits): far above any real split, far below
+#: SQLite's 64-bit integers.
+MAX_DOCS = 10**9
+#: Tasks one run may hold: the board stores and renders every row.
+MAX_TASKS = 64
+
+
+@dataclass
+class RunShape:
+    """The parts of a results file the later stages read, each of the type lm-eval writes."""
+
+    results_path: Path
+    results: dict
+    res: dict  # task -> {"metric,filter": value}
+    versions: dict
+    config: dict
+    n_samples: dict
+    configs: dict
+    tasks: list[str] = field(default_factory=list)  # the run's tasks (groups left out), sorted
+
+
+@dataclass
+class Reported:
+    """One task's reported aggregates, by filter: numbers, and the text parameters (``tuned_embedding``)."""
+
+    numbers: dict[str, dict[str, float]] = field(default_factory=dict)
+    texts: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def every(self) -> dict[str, dict]:
+        """filter -> every reported metric of it (numbers and text), the names a samples row may log."""
+        return {f: {**self.numbers.get(f, {}), **self.texts.get(f, {})} for f in {*self.numbers, *self.texts}}
+
+
+def obj(results: dict, key: str, where: str, *, required: bool = False) -> dict:
+    """``results[key]`` as an object (lm-eval always writes one); a list or a string is refused, not crashed on."""
+    v = results.get(key)
+    if v is None and not required:
+        return {}
+    if not isinstance(v, dict):
+        raise SubmissionError(
+            f"{where}: '{key}' must be a JSON object as lm-eval writes it, got {type(v).__name__}; "
+            "submit lm-eval's unedited results file"
+        )
+    return v
+
+
+def count(v, what: str, where: str) -> int:
+    """A document count as lm-eval writes one: an integer in 0..:data:`MAX_DOCS` (not a bool, not a float)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_DOCS:
+        raise SubmissionError(f"{where}: {what} must be an integer between 0 and {MAX_DOCS}, got {str(v)[:40]}")
+    return v
+
+
+def number(v, where: str) -> float:
+    """A reported value as a float; a string, a bool or an integer past float range is refused."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise SubmissionError(f"{where}: reported value {str(v)[:60]!r} is not a number")
+    try:
+        return float(v)
+    except OverflowError:  # an int beyond float range
+        raise SubmissionError(f"{where}: reported value is not a finite number") from None
+
+
+def group_names(results: dict, where: str) -> set[str]:
+    """Names of the run's groups (``group_subtasks`` entries with subtasks): not tasks, not checked as such."""
+    gs = obj(results, "group_subtasks", where)
+    for g, subs in gs.items():
+        if not isinstance(subs, list) or not all(isinstance(x, str) for x in subs):
+            raise SubmissionError(f"{where}: group_subtasks.{str(g)[:40]} must be a list of task names")
+    return {g for g, subs in gs.items() if subs}
+
+
+def check_shape(results: dict, results_path: Path, registry: dict[str, TaskSpec]) -> RunShape:
+    """Stage 1: the run's top-level fields have lm-eval's types, and its tasks are known semcal tasks at the
+    version their YAML declares (at most :data:`MAX_TASKS`, at least one)."""
+    rp = str(results_path)
+    res = obj(results, "results", rp, required=True)
+    shape = RunShape(results_path=results_path, results=results, res=res, versions=obj(results, "versions", rp),
+                     config=obj(results, "config", rp), n_samples=obj(results, "n-samples", rp),
+                     configs=obj(results, "configs", rp))
+    groups = group_names(results, rp)
+    for t, v in res.items():
+        if not isinstance(v, dict):
+            raise SubmissionError(f"{rp}: results.{str(t)[:40]} must be an object of metric values")
+    shape.tasks = sorted(t for t in res if t not in groups)
+    if len(shape.tasks) > MAX_TASKS:
+        raise SubmissionError(f"{rp}: {len(shape.tasks)} tasks in one run; at most {MAX_TASKS}, submit them in parts")
+    if not shape.tasks:
+        raise SubmissionError(f"{rp}: the results hold no task")
+    for t in shape.tasks:
+        if t not in registry:
+            known = ", ".join(sorted(registry)) or "(none found)"
+            raise SubmissionError(f"{rp}: task {t[:60]!r} is not a semcal task; known tasks: {known}")
+        v = shape.versions.get(t)
+        if v is not None and not isinstance(v, (str, int, float)):
+            raise SubmissionError(f"{rp}: versions.{t} must be a number or a string, got {type(v).__name__}")
+        got = normalise_version(v)
+        if got != registry[t].version:
+            raise SubmissionError(
+                f"{rp}: task {t} has version {got[:20]}, the board knows version {registry[t].version}; "
+                "rerun with the current semcal task definitions"
+            )
+    return shape
+
+
+def reported_metrics(task_results: dict, task: str, spec: TaskSpec, where: str) -> Reported:
+    """Stage 1 for one task: its reported ``metric,filter`` values, by filter. Every metric must be one the
+    task declares; ``_stderr`` values are skipped (not recomputed, see docs/LEADERBOARD.md); text parameters
+    must be short text, every other value a number."""
+    out = Reported()
+    for key, val in task_results.items():
+        if not isinstance(key, str) or "," not in key:
+            continue  # "alias" and other labels
+        metric, _, f = key.partition(",")
+        if metric.endswith(T.STDERR_SUFFIX):
+            continue
+        if metric not in spec.metrics:
+            raise SubmissionError(f"{where}: {task} reports metric {metric[:40]!r}, which task {task} does not "
+                                  "declare")
+        if metric in T.TEXT_PARAMETERS:
+            if not isinstance(val, str) or len(val) > 200:
+                raise SubmissionError(f"{where}: {task} {key[:60]}: reported value must be a short text")
+            out.texts.setdefault(f, {})[metric] = val
+            out.numbers.setdefault(f, {})
+            continue
+        out.numbers.setdefault(f, {})[metric] = number(val, f"{where}: {task} {key[:60]}")
+    return out
