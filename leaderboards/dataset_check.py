@@ -6,10 +6,9 @@ metadata of the run (``split``, subset settings such as Civil Comments' ``band``
 ``data_dir``: the board reads its own data (``data_dir=`` / ``$SEMCAL_DATA_DIR`` / the hub). From that task it
 takes, per document position ``doc_id``:
 
-* ``doc_hash``: lm-eval's own hash of the document (``lm_eval.utils.hash_string`` of the document dumped as
-  lm-eval's evaluator dumps it: ``json.dumps(doc, indent=2, default=handle_non_serializable,
-  ensure_ascii=False)``);
-* ``target_hash``: ``hash_string(str(task.doc_to_target(doc)))``, as the evaluator logs it;
+* ``doc_hash`` and ``target_hash``: lm-eval's own hashes of the document and its target, as the evaluator logs
+  them (:func:`semcal_eval.harness.lm_eval_compat.doc_hash` / ``target_hash``, checked against lm-eval's
+  evaluator by tests/test_lm_eval_compat.py);
 * the gold label (``task.gold`` of a SemSoftTask, else ``doc_to_target``) and the soft target
   (``task.soft_target``, or the ``soft_field`` column named in the metadata);
 * the split's name and true size, and the training split's labels (for the board's reference rows).
@@ -31,6 +30,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from semcal_eval.harness.lm_eval_compat import doc_hash, target_hash
+
 from .errors import SubmissionError
 
 __all__ = ["TaskDocs", "load_task_docs", "doc_hash", "DROPPED_METADATA"]
@@ -40,20 +41,6 @@ __all__ = ["TaskDocs", "load_task_docs", "doc_hash", "DROPPED_METADATA"]
 #: prior their model is compared with), and the rest describe the submitter's machine, not the documents.
 DROPPED_METADATA = ("data_dir", "train_split", "validation_split", "config_source", "pretrained")
 _MAX_METADATA_BYTES = 64 * 1024
-
-
-def doc_hash(doc: Any) -> str:
-    """lm-eval 0.4.13's ``doc_hash`` of one document (``lm_eval.evaluator`` logs exactly this)."""
-    from lm_eval.utils import handle_non_serializable, hash_string
-
-    return hash_string(json.dumps(doc, indent=2, default=handle_non_serializable, ensure_ascii=False))
-
-
-def target_hash(target: Any) -> str:
-    """lm-eval 0.4.13's ``target_hash``: the hash of ``str(doc_to_target(doc))``."""
-    from lm_eval.utils import hash_string
-
-    return hash_string(str(target))
 
 
 def _norm_gold(g: Any) -> int | list[int] | None:

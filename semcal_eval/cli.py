@@ -156,17 +156,12 @@ def run_lm_eval(argv: list[str]) -> int:
     argv = [a for a in argv if a != "--no_summary"]
     register_backends()
     argv = resolve_model_args(argv)
-    from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
 
+    from semcal_eval.harness.lm_eval_compat import parse_cli
+
     setup_logging()
-    saved = sys.argv
-    sys.argv = ["semcal-eval", *argv]
-    try:
-        parser = HarnessCLI()
-        args = parser.parse_args()  # lm-eval's own parsing: every lm_eval flag keeps its meaning
-    finally:
-        sys.argv = saved
+    parser, args = parse_cli(["semcal-eval", *argv])  # lm-eval's own parsing: every lm_eval flag keeps its meaning
     if hasattr(args, "include_path"):
         args.include_path = include_paths(args.include_path)
     is_run = getattr(args, "command", None) == "run"

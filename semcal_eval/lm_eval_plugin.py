@@ -27,6 +27,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from semcal_eval.harness.lm_eval_compat import CLI_MODULE
+
 __all__ = [
     "DIST",
     "MODELS_GROUP",
@@ -53,7 +55,7 @@ def on_import(module) -> None:
     elif name == "lm_eval.tasks":
         if not getattr(module.TaskManager, "semcal_plugin", False):
             module.TaskManager = plugin_task_manager(module.TaskManager)
-    elif name == "lm_eval._cli" and is_lm_eval_cli():
+    elif name == CLI_MODULE and is_lm_eval_cli():
         prepare_cli(sys.argv)
 
 
@@ -176,17 +178,13 @@ def _parse(argv: list[str]):
     import contextlib
     import io
 
-    from lm_eval._cli import HarnessCLI
+    from semcal_eval.harness.lm_eval_compat import parse_cli
 
-    saved = sys.argv
-    sys.argv = list(argv)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            return HarnessCLI().parse_args()
+            return parse_cli(argv)[1]
     except SystemExit:
         return None
-    finally:
-        sys.argv = saved
 
 
 def prepare_cli(argv: list[str]) -> None:

@@ -215,10 +215,12 @@ def test_too_few_documents_fail_on_every_rank_before_the_model_runs(data_dir):
         with pytest.raises(SemSoftError, match="needs at least 40 documents"):
             task.build_all_requests(limit=39, rank=rank, world_size=2)
     task.build_all_requests(limit=41, rank=1, world_size=2)  # 20 on this rank, 41 in the run: fine
-    assert len([i for i in task.instances if i.doc_id >= 0]) == 20
-    # and the semsoft_tuned row's 41 tuning documents (validation documents 41..81) are sharded the same way
-    tune = [i for i in task.instances if i.doc_id < 0]
-    assert len(tune) == 20 and {-1 - i.doc_id for i in tune} == set(range(1, 41, 2))
+    tune = task.tuning_instances
+    assert len(task.instances) == 20 + len(tune) and task.instances[20:] == tune
+    assert {i.doc_id for i in task.instances[:20]} == set(range(1, 41, 2))
+    # and the semsoft_tuned row's 41 tuning documents (validation documents 41..81) are sharded the same way,
+    # under lm-eval's own doc_ids (their places among the tuning documents)
+    assert len(tune) == 20 and {i.doc_id for i in tune} == set(range(1, 41, 2))
 
 
 # ------------------------------------------------------------------------------------------------ no model

@@ -18,7 +18,9 @@ def process_results_marker(doc, results):  # pragma: no cover - the task's own p
 
 def check_aggregations(task) -> None:
     """Every metric of ``task``'s metric_list has an aggregation (else lm-eval fails only after the model pass)."""
-    missing = [m for m in task._metric_fn_list if m != "bypass" and m not in task._aggregation_list]
+    from semcal_eval.harness.lm_eval_compat import missing_aggregations
+
+    missing = missing_aggregations(task)
     if missing:
         raise ValueError(
             f"task {task.config.task}: metric(s) {missing} have no aggregation in metric_list; "

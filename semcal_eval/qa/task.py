@@ -30,6 +30,7 @@ from semcal_eval.core.records import confidence_record
 from semcal_eval.data import EVAL_KEY, QA_FIELDS, make_lm_eval_loader, qa_fields, qa_golds, qa_question
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the YAMLs name)
 from semcal_eval.harness.base import check_aggregations, metric_values, process_results_marker
+from semcal_eval.harness.lm_eval_compat import metric_names
 
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
@@ -509,7 +510,7 @@ class QATask(ConfigurableTask):
         """The one confidence record (:func:`semcal_eval.core.records.confidence_record`) under every metric
         name: ``conf`` (cluster share, or the stated confidence), ``correct``, ``em`` and ``conf_entropy``
         (agreement) or ``conf_parsed`` (verbalized, rlcr). The metric table reads each metric's view of it."""
-        if "bypass" in self._metric_fn_list:  # --predict_only
+        if "bypass" in metric_names(self):  # --predict_only
             return {"bypass": None}
         rec = results[-1]
         if isinstance(rec, str) and rec.startswith("{"):
@@ -525,11 +526,11 @@ class QATask(ConfigurableTask):
             if rec["conf"] is None:
                 return {}
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"])
-            keep = [m for m in self._metric_fn_list
+            keep = [m for m in metric_names(self)
                     if _metric_reads(m, record) and (rec["probability"] or base_metric(m) in RANK_METRICS)]
             return metric_values(keep, record)
         if self.qa["mode"] in _STATED:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_parsed=int(rec["conf_parsed"]))
         else:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_entropy=rec["conf_entropy"])
-        return metric_values(self._metric_fn_list, record)
+        return metric_values(metric_names(self), record)

@@ -17,6 +17,7 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
+from semcal_eval.harness.lm_eval_compat import encode_pair
 from semcal_eval.harness.sampling import SharedPrefixMixin
 from semcal_eval.models import resolve_pretrained
 from semcal_eval.semsoft.scoring import (
@@ -87,7 +88,7 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
             ctx = [self.prefix_token_id]
             conts = [self.tok_encode(c, add_special_tokens=False) for c in continuations]
             return ctx, conts
-        pairs = [self._encode_pair(context, c) for c in continuations]
+        pairs = [encode_pair(self, context, c) for c in continuations]
         return pairs[0][0], [c for _, c in pairs]
 
     def last_token_logits(self, seqs: list[list[int]]) -> torch.Tensor:

@@ -33,6 +33,7 @@ from lm_eval.api.registry import register_filter
 from semcal_eval.core import recalibration
 from semcal_eval.core.records import first_gold
 from semcal_eval.harness.distributed import gather_rows
+from semcal_eval.harness.lm_eval_compat import task_instances
 import logging
 
 from semcal_eval.semsoft import tuning
@@ -69,7 +70,7 @@ class TaskView:
     def doc_ids(self, docs) -> list[int]:
         """lm-eval's doc_id of each of ``docs``: a filter gets the task's instances' docs in instance order
         (``FilterEnsemble.apply``), one instance per document for a semsoft task."""
-        insts = getattr(self._task, "_instances", None) or []
+        insts = task_instances(self._task)
         if len(insts) != len(docs) or any(i.doc is not d for i, d in zip(insts, docs)):
             raise SemSoftError(
                 f"task {self._task.config.task}: a semsoft filter got {len(docs)} documents that are not the "

@@ -10,9 +10,10 @@ documents that are never reported (:mod:`semcal_eval.semsoft.tuning`).
 
 Tuning documents: the task's validation split, less any document whose prompt is also evaluated, at most
 ``tune_limit`` of them (or max(``--limit``, 10) when that is smaller, so a quick run stays quick). They are answered in
-the same run — one more forward pass each, the same request as an evaluated document — under negative
-doc_ids, and :meth:`SemSoftTask.apply_filters` takes them out before lm-eval's filters, metrics and logs see
-the instances. With too few of them (the evaluated split is the validation split, or there is none) the row is
+the same run — one more forward pass each, the same request as an evaluated document. Their instances are
+appended to the task's instance list (:attr:`SemSoftTask.tuning_instances` keeps them, with lm-eval's own
+doc_ids, which number the tuning documents), and :meth:`SemSoftTask.apply_filters` takes exactly those objects
+out again before lm-eval's filters, metrics and logs see the instances. With too few of them (the evaluated split is the validation split, or there is none) the row is
 cross-fitted over the evaluated documents instead.
 
 Hyper-parameters: :class:`semcal_eval.semsoft.spec.SemSoftParams` (``metadata.semsoft``, overridden by flat
@@ -32,6 +33,7 @@ from semcal_eval.core import recalibration
 from semcal_eval.core.records import classification_record
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
 from semcal_eval.harness.base import check_aggregations, metric_values, process_results_marker
+from semcal_eval.harness.lm_eval_compat import set_task_instances, task_instances
 from semcal_eval.semsoft import filters as semsoft_filters
 from semcal_eval.semsoft import rows as rows_table
 from semcal_eval.semsoft import tuning
@@ -50,6 +52,8 @@ class SemSoftTask(ConfigurableTask):
         config.pop("output_type", None)
         self.params = SemSoftParams.from_metadata(config.get("metadata"))
         self.taus = list(self.params.taus)
+        #: this rank's tuning-document instances between build_all_requests and apply_filters (module docstring)
+        self.tuning_instances: list[Instance] = []
         if config.get("process_results") is None:
             config["process_results"] = process_results_marker
         if not config.get("filter_list"):
@@ -117,6 +121,7 @@ class SemSoftTask(ConfigurableTask):
                 "--limit or pass --metadata '{\"recalibrate\": false}'"
             )
         self.tuning_responses = None
+        self.tuning_instances = []
         super().build_all_requests(**kwargs)
         if self.params.tune and n > 0:
             self._add_tuning_instances(n, kwargs)
@@ -162,31 +167,40 @@ class SemSoftTask(ConfigurableTask):
                 )
             self.tuning_responses = ([], [])  # cross-fit (SemSoftTuned)
             return
-        evaluated = self._instances
+        evaluated = task_instances(self)
         self._tuning_docs_now = docs
         try:
             super().build_all_requests(**{**kwargs, "limit": None, "samples": None, "cache_requests": False,
                                           "rewrite_requests_cache": False})
         finally:
             self._tuning_docs_now = None
-        tune = self._instances
-        for inst in tune:  # negative ids: never an evaluated document's, so lm-eval never processes them
-            inst.doc_id = -1 - int(inst.doc_id)
-        self._instances = evaluated + tune
+        # The tuning requests ride along in the model pass (the evaluator collects task.instances); they are
+        # told apart by object, not by a doctored doc_id, and removed in apply_filters before anything of
+        # lm-eval reads a doc_id.
+        self.tuning_instances = task_instances(self)
+        set_task_instances(self, evaluated + self.tuning_instances)
 
     def apply_filters(self):
         """Take the tuning instances out (their (grid, baseline, gold, soft) rows are kept for the
         ``semsoft_tuned`` filter), run lm-eval's filters on the evaluated ones, then drop the tuning grid from
         the logged responses (the chosen configuration's probabilities are the row's filtered response)."""
-        insts = self._instances or []
-        tune = [i for i in insts if i.doc_id < 0]
+        tune = getattr(self, "tuning_instances", None) or []
         if tune:
-            self._instances = [i for i in insts if i.doc_id >= 0]
+            insts = task_instances(self)
+            n = len(insts) - len(tune)
+            if n < 0 or any(a is not b for a, b in zip(insts[n:], tune)):
+                raise SemSoftError(
+                    f"task {self.config.task}: the tuning documents' instances are no longer the last "
+                    f"{len(tune)} of the task's {len(insts)} instances; something between build_all_requests and "
+                    "apply_filters changed task.instances (run the task through lm-eval's evaluator)"
+                )
+            set_task_instances(self, insts[:n])
+            self.tuning_instances = []
             self.tuning_responses = ([int(i.doc_id) for i in tune],
                                      [semsoft_filters._tune_row(i.resps[0], self.gold(i.doc), self.soft_target(i.doc))
                                       for i in tune])
         out = super().apply_filters()
-        for inst in self._instances:
+        for inst in task_instances(self):
             if inst.resps:
                 inst.resps[0] = as_response(inst.resps[0]).without_grid()
         return out
