@@ -325,6 +325,26 @@ def _row_sampling(kw: dict, config_values: dict) -> RowSampling | None:
         return None  # stock HFLM reports it its own way
 
 
+def _same_request(requests: Sequence, pos: list[int]) -> list[list[int]]:
+    """``pos`` split into runs of one request each: lm-eval's repeats expansion puts an Instance ``repeats``
+    times into the list, and the copies agree on every public field (``idx``, ``repeats``, ``arguments``).
+
+    Two distinct Instances equal on all of these would be merged; the caller then sees more positions than
+    ``repeats`` and leaves them to stock HFLM, as it would two separate instances.
+    """
+    runs: list[list[int]] = []
+    for i in pos:
+        r = requests[i]
+        for run in runs:
+            q = requests[run[0]]
+            if (q.idx, q.repeats, q.args) == (r.idx, r.repeats, r.args):
+                run.append(i)
+                break
+        else:
+            runs.append([i])
+    return runs
+
+
 def find_qa_groups(requests: Sequence, max_gen_toks_default: int, config_values: dict | None = None
                    ) -> tuple[list[QAGroup], list[int]]:
     """Split ``generate_until`` requests into QA groups and the positions left to stock HFLM.
@@ -343,12 +363,10 @@ def find_qa_groups(requests: Sequence, max_gen_toks_default: int, config_values:
         by_key.setdefault((req.task_name, req.doc_id, req.args[0]), []).append(i)
     groups, rest = [], []
     for (task_name, doc_id, context), pos in by_key.items():
-        objs: dict[int, list[int]] = {}
-        for i in pos:
-            objs.setdefault(id(requests[i]), []).append(i)
+        objs = _same_request(requests, pos)
         group = None
         if len(objs) == 2 and context:
-            (pa, pb) = objs.values()
+            (pa, pb) = objs
             ra, rb = requests[pa[0]], requests[pb[0]]
             ka = normalize_gen_kwargs(ra.args[1], max_gen_toks_default)
             kb = normalize_gen_kwargs(rb.args[1], max_gen_toks_default)
