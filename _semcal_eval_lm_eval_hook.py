@@ -7,6 +7,9 @@ When one of the lm-eval modules in :data:`WATCHED` is imported, it lets the othe
 loader they return, so that :func:`semcal_eval.lm_eval_plugin.on_import` runs right after the module's own code.
 Nothing of semcal or lm-eval is imported until lm-eval is.
 
+It fails closed: if the plugin raises, the import of the lm-eval module raises :class:`PluginError`, whose
+message names the fixes (:func:`failure_message`), rather than letting lm-eval run without semcal's checks.
+
 This file lives at the top level (not inside ``semcal_eval``) on purpose: importing ``semcal_eval.X`` runs
 ``semcal_eval/__init__.py`` (pathlib and friends), which every Python start-up would then pay.
 """
@@ -67,21 +70,41 @@ class _NotifyingLoader:
             from semcal_eval.lm_eval_plugin import on_import
 
             on_import(module)
-        except Exception as e:  # a plugin bug must never break lm-eval itself  # noqa: BLE001
-            import warnings
+        except Exception as e:  # noqa: BLE001  (any failure: fail closed, never a silent run without semcal)
+            raise PluginError(failure_message(module.__name__, e)) from e
 
-            warnings.warn(
-                f"semcal's lm-eval plugin failed after importing {module.__name__} ({type(e).__name__}: {e}); "
-                f"lm-eval runs without it. Set {ENV_VAR}=0 to silence this.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+
+class PluginError(RuntimeError):
+    """semcal's plugin could not register with lm-eval; raised from the import of the lm-eval module, so the
+    ``lm_eval`` process stops instead of running without semcal's backend, tasks and checks.
+
+    A ``RuntimeError``, not an ``ImportError``: code that guards optional imports with ``except ImportError``
+    must not swallow it.
+    """
+
+
+def failure_message(module: str, error: BaseException) -> str:
+    """What a plain ``lm_eval`` run says when the plugin fails: what happened and the three ways out."""
+    return (
+        f"semcal's lm-eval plugin failed after importing {module} ({type(error).__name__}: {error}), so lm-eval "
+        "would run without semcal's backend, tasks and checks; stopped instead. Either\n"
+        "  * run `semcal-eval` with the same arguments (it registers semcal itself, without this plugin), or\n"
+        f"  * run lm-eval without semcal: {ENV_VAR}=0 lm_eval ... (add `--include_path <semcal's tasks folder>` "
+        "for semcal's stock-scored tasks), or\n"
+        "  * reinstall semcal-eval (`pip install -e .` in a checkout), if the cause above is a stale install "
+        "(docs/PLUGIN.md)."
+    )
 
 
 def install() -> None:
     """Put the finder on ``sys.meta_path`` (once)."""
     if not any(isinstance(f, LmEvalFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, LmEvalFinder())
+
+
+def uninstall() -> None:
+    """Take the finder off ``sys.meta_path``: for a process that registers semcal itself (``semcal-eval``)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, LmEvalFinder)]
 
 
 if enabled():

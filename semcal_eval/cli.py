@@ -154,6 +154,12 @@ def run_lm_eval(argv: list[str]) -> int:
     compact summary of a ``run`` (unless ``--no_summary`` or ``SEMCAL_SUMMARY=0``)."""
     summary = "--no_summary" not in argv and os.environ.get("SEMCAL_SUMMARY", "1") != "0"
     argv = [a for a in argv if a != "--no_summary"]
+    # This process registers semcal itself (backends here, task folder in include_paths), so the start-up plugin
+    # for plain lm_eval is not needed, and a plugin failure (which stops plain lm_eval) must not stop semcal-eval:
+    # its message names `semcal-eval` as a way out.
+    uninstall = getattr(sys.modules.get("_semcal_eval_lm_eval_hook"), "uninstall", None)
+    if uninstall is not None:  # None: no hook, or an older one (another checkout's) that cannot fail closed
+        uninstall()
     register_backends()
     argv = resolve_model_args(argv)
     from lm_eval.utils import setup_logging

@@ -173,3 +173,61 @@ def test_stock_lm_eval_runs_hf_semsoft_on_goemotions(data_dir, smollm2_path, tmp
     assert "goemotions_semsoft" in r.stdout
     (results,) = tmp_path.rglob("results_*.json")
     assert str(smollm2_path) in results.read_text()  # semcal:NAME resolved to the cached folder
+
+
+# -- fail closed: a plugin that cannot register stops plain lm_eval, with the fixes named -----------------------------
+def _broken_plugin_env(tmp_path: Path, **extra) -> dict:
+    """An environment whose ``semcal_eval`` is this checkout's, except that the plugin module raises.
+
+    The start-up hook is this checkout's too: ``PYTHONPATH`` comes before site-packages, where the ``.pth`` line
+    imports it from.
+    """
+    pkg = tmp_path / "broken" / "semcal_eval"
+    pkg.mkdir(parents=True)
+    real = REPO / "semcal_eval"
+    (pkg / "__init__.py").write_text(
+        "# this checkout's semcal_eval, with lm_eval_plugin taken from this folder first\n"
+        f"__path__.append({str(real)!r})\n"
+        f"__file__ = {str(real / '__init__.py')!r}\n"
+        "exec(compile(open(__file__).read(), __file__, 'exec'))\n"
+    )
+    (pkg / "lm_eval_plugin.py").write_text(
+        "def on_import(module):\n    raise RuntimeError('simulated plugin failure')\n"
+    )
+    return {**ON, "PYTHONPATH": os.pathsep.join([str(pkg.parent), str(REPO)]), **extra}
+
+
+def _says_how_to_fix(stderr: str) -> None:
+    assert "PluginError" in stderr and "simulated plugin failure" in stderr, stderr[-3000:]
+    for fix in ("semcal-eval", "SEMCAL_LM_EVAL_PLUGIN=0", "--include_path"):
+        assert fix in stderr, (fix, stderr[-3000:])
+
+
+def test_a_failing_plugin_stops_lm_eval_and_names_the_fix(tmp_path):
+    env = _broken_plugin_env(tmp_path)
+    code = ("import _semcal_eval_lm_eval_hook as h\nprint(h.__file__, flush=True)\n"
+            "import lm_eval.api.registry\nprint('lm-eval imported without semcal')\n")
+    r = run([sys.executable, "-c", code], env)
+    assert r.stdout.splitlines()[0] == str(REPO / "_semcal_eval_lm_eval_hook.py"), "not this checkout's hook"
+    assert r.returncode != 0 and "without semcal" not in r.stdout, r.stdout
+    _says_how_to_fix(r.stderr)
+
+
+def test_a_failing_plugin_stops_the_lm_eval_command_before_any_model(tmp_path):
+    r = run([sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args", "pretrained=unused",
+             "--tasks", "goemotions_base", "--limit", "1"], _broken_plugin_env(tmp_path))
+    assert r.returncode != 0
+    _says_how_to_fix(r.stderr)
+    assert "unused" not in r.stderr.split("PluginError")[-1]  # no attempt to load the model
+
+
+def test_the_named_fixes_work_with_a_failing_plugin(tmp_path):
+    # SEMCAL_LM_EVAL_PLUGIN=0: stock lm-eval, no semcal
+    off = _broken_plugin_env(tmp_path, SEMCAL_LM_EVAL_PLUGIN="0")
+    r = run([sys.executable, "-c", "import lm_eval.api.registry, lm_eval.tasks\nprint('ok')"], off)
+    assert r.returncode == 0 and r.stdout.split() == ["ok"], r.stderr[-3000:]
+    # semcal-eval registers semcal itself: its own backend check answers, not the plugin's failure
+    r = run([sys.executable, "-m", "semcal_eval", "--model", "hf", "--model_args", "pretrained=unused", "--tasks",
+             "goemotions_semsoft", "--limit", "2"], _broken_plugin_env(tmp_path / "again"))
+    assert r.returncode == 2 and "--model hf-semsoft" in r.stderr, r.stderr[-3000:]
+    assert "PluginError" not in r.stderr
