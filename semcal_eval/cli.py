@@ -5,8 +5,11 @@
     semcal-eval models list|install|path ...  → the offline model catalogue
     semcal-eval summary RESULTS_DIR           → that compact summary again, for a saved run (writes summary.md)
     semcal-eval report RESULTS_DIR            → reliability diagrams, histograms, τ sweep, Markdown tables
-    semcal-eval board submit|render|serve ... → the calibration leaderboard
-    semcal-eval train CONFIG [overrides]      → the CSR / RLVR / RLCR trainer
+    semcal-eval board submit|render|serve ... → the calibration leaderboard (verb of the leaderboards app)
+    semcal-eval train CONFIG [overrides]      → the CSR / RLVR / RLCR trainer (verb of the trainers app)
+
+Applications add verbs through ``semcal_eval.verbs`` entry points (pyproject.toml); the library does not import
+them by name.
 
 lm-eval's own sub-commands (``run``, ``ls``, ``validate``) and its legacy flag-only form both work unchanged.
 After a run of semcal tasks with ``--output_path DIR --log_samples``, the summary (recomputed from the logged
@@ -24,13 +27,17 @@ import sys
 import time
 from pathlib import Path
 
+#: the library's own verbs; applications add theirs through the :data:`VERBS_GROUP` entry points
 VERBS = {
     "models": ("semcal_eval.models", "main"),
     "summary": ("semcal_eval.summary", "main"),
     "report": ("semcal_eval.report", "main"),
-    "board": ("leaderboards.cli", "main"),
-    "train": ("trainers.cli", "main"),
 }
+#: entry-point group through which installed applications add verbs (``board``, ``train``: pyproject.toml), so
+#: the library never names, let alone imports, the applications built on it
+VERBS_GROUP = "semcal_eval.verbs"
+#: lm-eval's own sub-commands: never semcal verbs
+LM_EVAL_COMMANDS = frozenset({"run", "ls", "validate"})
 
 _SEMCAL_NAME = re.compile(r"(?P<key>(?:^|[,\s])(?:pretrained|tokenizer)=)semcal:(?P<name>[A-Za-z0-9_.\-]+)")
 
@@ -180,16 +187,61 @@ def run_lm_eval(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in VERBS:
-        import importlib
+def app_verbs() -> dict:
+    """``{verb: entry point}`` of the :data:`VERBS_GROUP` entry points of every installed distribution.
 
-        module, fn = VERBS[argv[0]]
-        try:
-            entry = getattr(importlib.import_module(module), fn)
-        except ModuleNotFoundError as e:
-            raise CLIError(f"`semcal-eval {argv[0]}` is unavailable: {e}") from e
+    Raises :class:`CLIError` when two distributions offer the same verb with different targets, or one offers a
+    verb of the library's own or of lm-eval.
+    """
+    from importlib.metadata import entry_points
+
+    found: dict = {}
+    for ep in entry_points(group=VERBS_GROUP):
+        if ep.name in VERBS or ep.name in LM_EVAL_COMMANDS:
+            raise CLIError(f"entry point {ep.name} = {ep.value} ({VERBS_GROUP}) would hide `semcal-eval "
+                           f"{ep.name}`, which is the library's or lm-eval's own; rename the application's verb")
+        if ep.name in found and found[ep.name].value != ep.value:
+            raise CLIError(f"two installed packages offer `semcal-eval {ep.name}` ({found[ep.name].value} and "
+                           f"{ep.value}, entry-point group {VERBS_GROUP}); uninstall one")
+        found.setdefault(ep.name, ep)
+    return found
+
+
+def verb_entry(verb: str):
+    """The ``main(argv)`` function of ``verb`` (the library's own or an application's), or None when ``verb``
+    is not a verb at all (lm-eval's command line then gets it)."""
+    import importlib
+
+    apps = app_verbs()  # read even for the library's own verbs, so that a clashing application is reported
+    if verb in VERBS:
+        module, fn = VERBS[verb]
+        return getattr(importlib.import_module(module), fn)
+    ep = apps.get(verb)
+    if ep is None:
+        return None
+    try:
+        return ep.load()
+    except ImportError as e:
+        raise CLIError(f"`semcal-eval {verb}` is unavailable: {ep.value} (entry point of group {VERBS_GROUP}) "
+                       f"cannot be imported: {e}") from e
+
+
+def _unknown_verb(verb: str) -> CLIError:
+    verbs = sorted({*VERBS, *app_verbs()})
+    return CLIError(
+        f"`{verb}` is neither a semcal-eval verb ({', '.join(verbs)}) nor an lm-eval command "
+        f"({', '.join(sorted(LM_EVAL_COMMANDS))}). Applications add verbs through the `{VERBS_GROUP}` entry "
+        "points of their package; after changing pyproject.toml, reinstall it (`pip install -e .`)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``semcal-eval``: a verb (the library's or an installed application's), else lm-eval's command line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in LM_EVAL_COMMANDS:
+        entry = verb_entry(argv[0])
+        if entry is None:
+            raise _unknown_verb(argv[0])
         return int(entry(argv[1:]) or 0)
     if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
         print(__doc__)

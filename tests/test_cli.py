@@ -141,3 +141,76 @@ def test_no_summary_flag_is_semcals_own(tmp_path):
     """`--no_summary` is removed before lm-eval parses (lm-eval would reject it)."""
     r = run([sys.executable, "-m", "semcal_eval", "ls", "tasks", "--no_summary"])
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# -- verbs of the applications: the `semcal_eval.verbs` entry points ---------------------------------------------
+def test_the_library_does_not_import_the_applications():
+    """semcal_eval/ names neither leaderboards nor trainers in an import or an import string."""
+    import ast
+    import re
+
+    apps = re.compile(r"(leaderboards|trainers)(\.\w+)*")
+    found = []
+    for f in sorted((REPO / "semcal_eval").rglob("*.py")):
+        for n in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            mods = []
+            if isinstance(n, ast.Import):
+                mods = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom) and n.level == 0:
+                mods = [n.module or ""]
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                mods = [n.value.split(":")[0]] if apps.fullmatch(n.value.split(":")[0]) else []
+            found += [f"{f.relative_to(REPO)}:{n.lineno}: {m}" for m in mods if m.split(".")[0] in
+                      ("leaderboards", "trainers")]
+    assert not found, "the library must not import the apps; register a verb in pyproject.toml instead:\n" + \
+        "\n".join(found)
+
+
+def test_pyproject_registers_board_and_train_as_verbs():
+    import importlib
+    import tomllib
+
+    eps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["semcal_eval.verbs"]
+    assert eps == {"board": "leaderboards.cli:main", "train": "trainers.cli:main"}
+    for value in eps.values():
+        module, attr = value.split(":")
+        assert callable(getattr(importlib.import_module(module), attr))
+
+
+def test_installed_verbs_are_the_declared_ones():
+    from importlib.metadata import distribution
+
+    got = {e.name: e.value for e in distribution("semcal-eval").entry_points if e.group == "semcal_eval.verbs"}
+    assert got == {"board": "leaderboards.cli:main", "train": "trainers.cli:main"}, (
+        "the installed semcal-eval predates pyproject.toml's semcal_eval.verbs entry points: reinstall with "
+        "`pip install -e . --no-deps`"
+    )
+
+
+def _dist_with_verb(tmp_path: Path, verb: str, target: str) -> dict:
+    """An installed distribution (a dist-info on PYTHONPATH) offering ``semcal-eval VERB`` and its module."""
+    info = tmp_path / "verbapp-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: verbapp\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[semcal_eval.verbs]\n{verb} = {target}\n")
+    (tmp_path / "verbapp_cli.py").write_text(
+        "def main(argv):\n    print('verbapp got', argv)\n    return 3\n"
+    )
+    return {"PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+
+
+def test_an_installed_verb_is_dispatched_with_its_arguments(tmp_path):
+    r = run([sys.executable, "-m", "semcal_eval", "hello", "a", "--b"],
+            env=_dist_with_verb(tmp_path, "hello", "verbapp_cli:main"))
+    assert r.returncode == 3 and r.stdout.strip() == "verbapp got ['a', '--b']", (r.stdout, r.stderr[-2000:])
+
+
+def test_unknown_or_broken_verbs_are_clear_errors(tmp_path):
+    r = run([sys.executable, "-m", "semcal_eval", "no-such-verb"])
+    assert r.returncode == 2 and "`no-such-verb` is neither a semcal-eval verb" in r.stderr, r.stderr[-2000:]
+    assert "semcal_eval.verbs" in r.stderr and "pip install -e ." in r.stderr
+    r = run([sys.executable, "-m", "semcal_eval", "hello"], env=_dist_with_verb(tmp_path, "hello", "gone_module:main"))
+    assert r.returncode == 2 and "`semcal-eval hello` is unavailable: gone_module:main" in r.stderr, r.stderr[-2000:]
+    r = run([sys.executable, "-m", "semcal_eval", "report", "--help"],
+            env=_dist_with_verb(tmp_path / "clash", "report", "verbapp_cli:main"))
+    assert r.returncode == 2 and "would hide `semcal-eval report`" in r.stderr, r.stderr[-2000:]
