@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from semcal_eval import TASKS_DIR
+from semcal_eval.data import load_report, skipped_rows
 from semcal_eval.harness.base import unwrap
 from semcal_eval.harness.multiple_choice import make_mc_process_results, mc_record
 
@@ -69,8 +70,9 @@ def test_subsets_match_raw_csv(cc, raw_rows, data_dir, subset, band, min_ann):
         assert ((t > np.float32(lo)) & (t < np.float32(hi))).all()
     # the training split (class prior of the reference rows) is the same subset
     assert len(dd["train"]) == expected
-    assert dd["eval"].semcal_subset["subset"] == subset
-    assert dd["eval"].semcal_skipped == 0 and dd.semcal_skipped["eval"] == 0
+    assert load_report(dd["eval"]).subset["subset"] == subset
+    assert load_report(dd["eval"]).skipped == 0 and skipped_rows(dd)["eval"] == 0
+    assert load_report(dd["eval"]).subset["rows_after"] == len(dd["eval"])  # carried over to the subset
 
 
 @pytest.mark.parametrize(
@@ -119,9 +121,9 @@ def test_skipped_rows_are_counted_and_logged(cc, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         dd = cc.load_ambiguous(split="train", data_dir=str(tmp_path))
     assert len(dd["eval"]) == 2  # 0.5 and 0.3; 0.0 is outside the band
-    assert dd["eval"].semcal_skipped == 3
-    assert sum(dd["eval"].semcal_skip_reasons.values()) == 3
-    assert dd.semcal_skipped["eval"] == 3
+    assert load_report(dd["eval"]).skipped == 3
+    assert sum(load_report(dd["eval"]).reasons.values()) == 3
+    assert skipped_rows(dd)["eval"] == 3
     assert any("3 row(s) skipped" in r.getMessage() for r in caplog.records)
 
 

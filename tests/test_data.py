@@ -196,8 +196,8 @@ def test_msmarco_hub_schema_fixture(caplog):
         ds = D.load("msmarco", "validation", data_dir=FIXTURES)
     assert_hub_schema(ds, "msmarco")
     assert len(ds) == 4
-    assert ds.semcal_skipped == 3
-    assert ds.semcal_skip_reasons == {"missing query": 2, "missing answers": 1}
+    assert D.load_report(ds).skipped == 3
+    assert D.load_report(ds).reasons == {"missing query": 2, "missing answers": 1}
     assert "skipped 3 row(s)" in caplog.text
     assert ds[0]["passages"]["is_selected"] == [1, 0] and ds[0]["query_id"] == 900001
     minimal = ds[2]  # only query + answers in the file: documented defaults
@@ -211,7 +211,7 @@ def test_civil_hub_schema_fixture_skips_and_band():
     ds = D.load("civil_comments", "test", data_dir=FIXTURES)
     assert_hub_schema(ds, "civil_comments")
     assert len(ds) == 7 and D.skipped_rows(ds) == 3
-    assert ds.semcal_skip_reasons == {"missing text": 2, "missing toxicity": 1}
+    assert D.load_report(ds).reasons == {"missing text": 2, "missing toxicity": 1}
     # toxicity kept: 0.0, 0.2, 0.2000001, 0.5, 0.8, 1.0, 0.7 -> open band (0.2, 0.8): 3 rows
     amb = D.civil_comments_subset(ds, "ambiguous")
     assert sorted(round(t, 7) for t in amb["toxicity"]) == [0.2000001, 0.5, 0.7]
@@ -226,7 +226,7 @@ def test_civil_hub_schema_fixture_skips_and_band():
 def test_civil_raw_jigsaw_test_file_fixture():
     ds = D.load("civil_comments", "validation", data_dir=FIXTURES)  # test_public_expanded.csv
     assert_hub_schema(ds, "civil_comments", ("toxicity_annotator_count",))
-    assert len(ds) == 5 and ds.semcal_skip_reasons == {"missing toxicity": 1}
+    assert len(ds) == 5 and D.load_report(ds).reasons == {"missing toxicity": 1}
     assert ds[0]["text"] == 'A synthetic comment,\nwith an embedded newline and a "quoted" word.'
     assert ds["toxicity_annotator_count"] == [4, 10, 5, 60, 12]
     assert ds[4]["obscene"] is None
@@ -269,9 +269,9 @@ def test_skip_counting_raw_formats(tmp_path, caplog):
         nq = D.load("nq_open", "validation", data_dir=tmp_path)
         tq = D.load("triviaqa", "validation", data_dir=tmp_path)
     assert go["id"] == ["c1", "c5"] and go[1]["text"] == 'quotes "kept" as is'
-    assert go.semcal_skip_reasons == {"missing labels": 2, "missing text": 1}
-    assert nq.semcal_skip_reasons == {"missing answer": 1, "missing question": 1} and len(nq) == 1
-    assert tq.semcal_skipped == 1 and tq[0]["answer"]["normalized_aliases"] == ["answer"]
+    assert D.load_report(go).reasons == {"missing labels": 2, "missing text": 1}
+    assert D.load_report(nq).reasons == {"missing answer": 1, "missing question": 1} and len(nq) == 1
+    assert D.load_report(tq).skipped == 1 and tq[0]["answer"]["normalized_aliases"] == ["answer"]
     assert caplog.text.count("skipped") == 3
 
 
@@ -389,7 +389,7 @@ def test_hub_path_arguments_and_postprocessing(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     ds = D.load("civil_comments", "test")
     assert calls == [("google/civil_comments", None, "test")]
-    assert len(ds) == 7 and ds.semcal_skipped == 3 and ds.semcal_source == "hub:google/civil_comments"
+    assert len(ds) == 7 and D.load_report(ds).skipped == 3 and D.load_report(ds).source == "hub:google/civil_comments"
     hook = D.lm_eval_dataset("civil_comments", version=1.0, pretrained="semcal:x")
     assert sorted(hook) == ["eval", "train", "validation"] and len(hook["eval"]) == 7
     with pytest.raises(ValueError, match="only in the local mirror"):
@@ -459,3 +459,20 @@ def test_cli_metadata_reaches_hook(tmp_path):
     out = json.loads(results.read_text())
     assert out["n-samples"]["semcal_data_probe"] == {"original": 1_800, "effective": 2}
     assert out["configs"]["semcal_data_probe"]["metadata"]["split"] == "efficientqa_validation"
+
+
+def test_load_report_is_semcals_own_record_and_never_guessed():
+    """The skip report lives beside the dataset, not on it; a derived dataset has none until semcal carries it."""
+    from collections import Counter
+
+    from semcal_eval.data.required import attach_skips
+
+    ds = attach_skips(datasets.Dataset.from_dict({"x": [1, 2, 3]}), Counter({"missing x": 2}), "here")
+    assert D.load_report(ds) == D.LoadReport(2, {"missing x": 2}, "here")
+    assert not [k for k in vars(ds) if k.startswith("semcal")], "nothing is set on the datasets object"
+    flt = ds.filter(lambda r: r["x"] > 1)
+    assert D.load_report(flt) is None and D.skipped_rows(flt) == 0
+    D.carry_report(ds, flt, subset={"rows_after": 2})
+    assert D.load_report(flt) == D.LoadReport(2, {"missing x": 2}, "here", {"rows_after": 2})
+    with pytest.raises(ValueError, match="no LoadReport"):
+        D.carry_report(flt.select([0]), ds)

@@ -38,7 +38,7 @@ from semcal_eval.data.load import (
     make_lm_eval_loader,
 )
 from semcal_eval.data.local import MissingSplitFileError, local_splits
-from semcal_eval.data.required import drop_missing, skipped_rows
+from semcal_eval.data.required import LoadReport, carry_report, drop_missing, load_report, skipped_rows
 from semcal_eval.data.rows import normalize_triviaqa_answer
 from semcal_eval.data.source import ENV_VAR, HUB, resolve_data_dir
 from semcal_eval.data.specs import (
@@ -77,12 +77,15 @@ __all__ = [
     "known_datasets",
     "lm_eval_dataset",
     "load",
+    "LoadReport",
+    "carry_report",
     "load_civil_comments",
     "load_goemotions",
     "load_hotpotqa",
     "load_msmarco",
     "load_nq_open",
     "load_triviaqa",
+    "load_report",
     "local_splits",
     "make_lm_eval_loader",
     "multi_label",

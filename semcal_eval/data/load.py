@@ -22,8 +22,8 @@ hub (``data_dir="hub"`` forces the hub even when the variable is set). With a da
 ``docs/DATA.md`` for the split ↔ file table and the defaults used for fields the raw files lack).
 
 Rows whose required fields are missing (``None``, NaN, blank text, empty answer list) are skipped,
-never silently: each skip is counted, logged with ``logging.warning`` and attached to the returned
-``Dataset`` as ``ds.semcal_skipped`` (int) and ``ds.semcal_skip_reasons`` (dict).
+never silently: each skip is counted, logged with ``logging.warning`` and kept in the returned
+``Dataset``'s :class:`~semcal_eval.data.required.LoadReport` (``data.load_report(ds).skipped`` / ``.reasons``).
 
 lm-eval reaches the loaders through ``custom_dataset: !function utils.load`` in a task YAML, where
 ``utils.load = semcal_eval.data.make_lm_eval_loader("<name>")``; see :func:`lm_eval_dataset`.

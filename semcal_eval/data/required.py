@@ -1,14 +1,18 @@
 """Required-field check: drop rows whose required fields are missing, count every skip, never silently.
 
-The same code runs on hub and local data, on Arrow columns. The counts are attached to the returned
-``Dataset`` as ``ds.semcal_skipped`` (int) and ``ds.semcal_skip_reasons`` (dict reason → rows), with
-``ds.semcal_source`` naming where the rows came from.
+The same code runs on hub and local data, on Arrow columns. The counts, and where the rows came from, are kept
+in a semcal-owned :class:`LoadReport` per returned ``Dataset`` (:func:`load_report`), in a side table keyed on
+the dataset object, rather than as attributes set on the ``datasets`` library's object. A dataset derived by
+``.filter`` / ``.select`` is a new object with no report until semcal's own code carries it over
+(:func:`carry_report`); :func:`load_report` then says ``None``, never a made-up zero.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from datasets import Dataset, DatasetDict
@@ -78,16 +82,49 @@ def drop_missing(ds: Dataset, required: Iterable[tuple[str, str]], *, what: str 
     return ds, reasons
 
 
+@dataclass(frozen=True)
+class LoadReport:
+    """What the loader did to one split: rows skipped for missing required fields (``skipped``, and per reason
+    ``reasons``: a row counted once, under its first missing field), where the rows came from (``source``), and
+    for a derived subset how it was cut (``subset``: e.g. Civil Comments' band and row counts)."""
+
+    skipped: int
+    reasons: dict = field(default_factory=dict)
+    source: str | None = None
+    subset: dict | None = None
+
+
+#: Dataset -> its LoadReport. Weak keys: a report lives exactly as long as its dataset (``datasets.Dataset``
+#: hashes by identity), and nothing is set on the other library's object.
+_REPORTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def attach_skips(ds: Dataset, skipped: Counter, source: str) -> Dataset:
-    """Record on ``ds`` how many rows were skipped, why, and where the rows came from."""
-    ds.semcal_skipped = int(sum(skipped.values()))
-    ds.semcal_skip_reasons = dict(skipped)
-    ds.semcal_source = source
+    """Record the :class:`LoadReport` of ``ds``: how many rows were skipped, why, and where they came from."""
+    _REPORTS[ds] = LoadReport(int(sum(skipped.values())), dict(skipped), source)
     return ds
 
 
+def load_report(ds: Dataset) -> LoadReport | None:
+    """The :class:`LoadReport` of a dataset the loader returned (or one :func:`carry_report` was given); None
+    for any other dataset, e.g. the result of a ``.filter`` no semcal code carried the report to."""
+    return _REPORTS.get(ds)
+
+
+def carry_report(source: Dataset, derived: Dataset, **changes) -> Dataset:
+    """Give ``derived`` (made from ``source`` by semcal's own code: ``.select`` / ``.filter`` return new objects)
+    the report of ``source``, with ``changes`` (fields of :class:`LoadReport`) applied; returns ``derived``."""
+    report = load_report(source)
+    if report is None:
+        raise ValueError("carry_report: the source dataset has no LoadReport (it did not come from the loader)")
+    _REPORTS[derived] = replace(report, **changes)
+    return derived
+
+
 def skipped_rows(ds: Dataset | DatasetDict) -> int | dict[str, int]:
-    """Rows skipped for missing required fields when ``ds`` was loaded (per split for a DatasetDict)."""
+    """Rows skipped for missing required fields when ``ds`` was loaded (per split for a DatasetDict); 0 for a
+    dataset without a :class:`LoadReport`."""
     if isinstance(ds, DatasetDict):
         return {k: skipped_rows(v) for k, v in ds.items()}  # type: ignore[misc]
-    return int(getattr(ds, "semcal_skipped", 0))
+    report = load_report(ds)
+    return report.skipped if report is not None else 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the semcal_* aggregations the base variant names)
-from semcal_eval.data import civil_comments_subset, lm_eval_dataset, validate_band
+from semcal_eval.data import carry_report, civil_comments_subset, lm_eval_dataset, load_report, validate_band
 from semcal_eval.semsoft.task import SemSoftTask  # noqa: F401  (YAML: class: !function utils.SemSoftTask)
 from semcal_eval.harness.multiple_choice import make_mc_process_results
 
@@ -68,17 +68,15 @@ def _load(subset: str, metadata: dict):
     dd = lm_eval_dataset("civil_comments", **metadata)
     out = {}
     for key, ds in dd.items():
-        skipped = int(getattr(ds, "semcal_skipped", 0))
-        reasons = dict(getattr(ds, "semcal_skip_reasons", {}) or {})
-        source = getattr(ds, "semcal_source", None)
+        report = load_report(ds)
+        skipped, reasons = report.skipped, report.reasons
         try:
             sub = civil_comments_subset(ds, subset=subset, band=band, min_annotators=min_ann)
         except ValueError as e:
             raise CivilCommentsConfigError(f"civil_comments ({key} split): {e}") from None
-        # .select returns a new object: carry the loader's skip report over, so it is never lost.
-        sub.semcal_skipped, sub.semcal_skip_reasons, sub.semcal_source = skipped, reasons, source
-        sub.semcal_subset = {"subset": subset, "band": list(band), "min_annotators": min_ann,
-                             "rows_before": len(ds), "rows_after": len(sub)}
+        # .select returns a new object: carry the loader's report over, so it is never lost.
+        carry_report(ds, sub, subset={"subset": subset, "band": list(band), "min_annotators": min_ann,
+                                      "rows_before": len(ds), "rows_after": len(sub)})
         out[key] = sub
         msg = (f"civil_comments {subset} ({key} split, band {band[0]:g} < t < {band[1]:g}"
                f"{'' if min_ann is None else f', >= {min_ann} annotators'}): {len(sub)} of {len(ds)} rows; "
@@ -91,9 +89,7 @@ def _load(subset: str, metadata: dict):
             )
     from datasets import DatasetDict
 
-    res = DatasetDict(out)
-    res.semcal_skipped = {k: v.semcal_skipped for k, v in out.items()}
-    return res
+    return DatasetDict(out)  # per-split skips: semcal_eval.data.skipped_rows(dd)
 
 
 def load_ambiguous(**metadata):
