@@ -13,8 +13,8 @@ Tuning documents: the task's validation split, less any document whose prompt is
 the same run — one more forward pass each, the same request as an evaluated document. Their instances are
 appended to the task's instance list (:attr:`SemSoftTask.tuning_instances` keeps them, with lm-eval's own
 doc_ids, which number the tuning documents), and :meth:`SemSoftTask.apply_filters` takes exactly those objects
-out again before lm-eval's filters, metrics and logs see the instances. With too few of them (the evaluated split is the validation split, or there is none) the row is
-cross-fitted over the evaluated documents instead.
+out again before lm-eval's filters, metrics and logs see the instances. With too few of them (the evaluated
+split is the validation split, or there is none) the row is cross-fitted over the evaluated documents instead.
 
 Hyper-parameters: :class:`semcal_eval.semsoft.spec.SemSoftParams` (``metadata.semsoft``, overridden by flat
 metadata keys, so ``--metadata '{"tau": 0.3, "top_k": 50}'`` works from the CLI).
@@ -174,9 +174,10 @@ class SemSoftTask(ConfigurableTask):
                                           "rewrite_requests_cache": False})
         finally:
             self._tuning_docs_now = None
-        # The tuning requests ride along in the model pass (the evaluator collects task.instances); they are
-        # told apart by object, not by a doctored doc_id, and removed in apply_filters before anything of
-        # lm-eval reads a doc_id.
+        # The tuning requests ride along in the model pass (the evaluator collects task.instances). They are
+        # told apart by object, not by a doctored doc_id: their doc_ids repeat the evaluated ones, which is
+        # harmless because apply_filters removes them before the evaluator groups instances by doc_id to score
+        # and log documents.
         self.tuning_instances = task_instances(self)
         set_task_instances(self, evaluated + self.tuning_instances)
 
