@@ -41,6 +41,10 @@ def _batch(kind: str):
     return prompts, comps, dict(answers=answers, question=questions)
 
 
+#: the paper's BCE score with its curriculum (λ linear 0 → ½): the csr.yaml option whose schedule these tests pin
+BCE = ("reward.score=log", "reward.lambda_schedule=linear", "reward.lambda_max=0.5")
+
+
 def _cfg(name: str, *over: str) -> dict:
     return tcfg.load_config(ROOT / f"trainers/configs/{name}.yaml", list(over))
 
@@ -65,7 +69,7 @@ def test_generation_batch_is_the_configs():
 
 @pytest.mark.parametrize("kind", ["wrong", "right", "mixed"])
 def test_csr_equals_rlvr_at_lambda_zero_and_grows_with_lambda(kind):
-    csr, rlvr = _cfg("csr"), _cfg("rlvr")
+    csr, rlvr = _cfg("csr", *BCE), _cfg("rlvr")
     assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
     base = _adv(rlvr, kind, 0)
     assert np.abs(_adv(csr, kind, 0) - base).max() <= 1e-6  # λ(0) = 0
@@ -81,10 +85,28 @@ def test_csr_equals_rlvr_at_lambda_zero_and_grows_with_lambda(kind):
 def test_batch_scaling_cancels_lambda_in_an_all_wrong_batch():
     """The issue's finding, kept as the reason for the default: with scale_rewards: batch, λ = 0.001 already
     gives O(1) advantages in an all-wrong batch, about as large as λ = ½."""
-    csr = _cfg("csr", "grpo.scale_rewards=batch")
+    csr = _cfg("csr", *BCE, "grpo.scale_rewards=batch")
     small, full = np.abs(_adv(csr, "wrong", 1)).max(), np.abs(_adv(csr, "wrong", 500)).max()
     assert small > 0.3 and full / small < 3
     # the default scaling: 500× smaller λ, 500× smaller advantages
-    csr = _cfg("csr")
+    csr = _cfg("csr", *BCE)
     small, full = np.abs(_adv(csr, "wrong", 1)).max(), np.abs(_adv(csr, "wrong", 500)).max()
     assert full / small == pytest.approx(500, rel=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["wrong", "right", "mixed"])
+def test_likelihood_score_schedules_in_every_batch(kind):
+    """The shipped likelihood score with λ linear 0 → 1: CSR = RLVR at λ = 0; in all-wrong and all-right batches
+    r_cal is 0 for every rollout (nothing to share out), so CSR stays RLVR there at every λ; in the mixed batch
+    the calibration part is λ·(r_cal − group mean), linear in λ."""
+    csr, rlvr = _cfg("csr", "reward.lambda_schedule=linear"), _cfg("rlvr")
+    assert csr["reward"]["score"] == "likelihood" and csr["reward"]["lambda_max"] == 1.0
+    base = _adv(rlvr, kind, 0)
+    steps = [0, 1, 50, 250, 500]
+    dev = np.array([np.abs(_adv(csr, kind, s) - base).max() for s in steps])
+    if kind != "mixed":
+        assert dev.max() <= 1e-9
+        return
+    assert dev[0] <= 1e-9 and dev[1] < 0.01
+    lams = np.array(steps[1:]) / 500
+    assert dev[1:] / lams == pytest.approx([dev[-1]] * 4, rel=1e-4)

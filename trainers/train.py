@@ -55,6 +55,7 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
             lambda_min=r["lambda_min"],
             lambda_step_fraction=r["lambda_step_fraction"],
             gather_groups=bool(r["gather_groups"]),
+            score=r.get("score", "log"),
             **judge,
         )
         # r = r_RLVR + λ(t)·r_cal: λ(t) is applied inside calibration_reward (it changes with the step).
