@@ -1,6 +1,7 @@
 """Issue 22, item 2: λ(t) schedules in every generation batch at the shipped configs' batch sizes.
 
-Advantages are TRL 1.16's (tests/test_reward_lab.py::trl_reference, TRL's own ``nanstd``) of the rewards the real
+Advantages are TRL 1.16's (trainers.reward_lab.grpo_advantages, checked against a real GRPOTrainer step's logged
+advantages in tests/test_reward_lab.py::test_grpo_advantages_match_trl) of the rewards the real
 ``build_reward_funcs`` returns for csr.yaml / rlvr.yaml, on one generation batch of csr.yaml's size
 (per_device_train_batch_size × steps_per_generation = 8 × 4 = 32 completions = 4 prompts × K = 8)."""
 
@@ -12,8 +13,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.test_reward_lab import trl_reference
 from trainers import config as tcfg
+from trainers.reward_lab import grpo_advantages
 from trainers.train import build_reward_funcs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ def _adv(cfg: dict, kind: str, step: int) -> np.ndarray:
     prompts, comps, cols = _batch(kind)
     st = SimpleNamespace(global_step=step, max_steps=cfg["grpo"]["max_steps"])
     rpf = np.array([f(prompts, comps, None, st, **cols) for f in funcs], dtype=float).T
-    return trl_reference(rpf, weights, cfg["grpo"]["num_generations"], cfg["grpo"]["scale_rewards"])
+    return grpo_advantages(rpf, cfg["grpo"]["num_generations"], weights, cfg["grpo"]["scale_rewards"])
 
 
 def test_generation_batch_is_the_configs():
