@@ -20,11 +20,14 @@ Closer to a GRPO run on a language model than the tabular lab (:mod:`trainers.re
   ``semcal_eval.qa.agreement_matrix`` and :func:`trainers.answer_match.overlap_matrix`, then
   :func:`trainers.rewards.group_calibration_scores` and :func:`trainers.rewards.lambda_at`), forms TRL's
   advantages (:func:`trainers.reward_lab.grpo_advantages`) and takes an Adam step on the mean of
-  A_j·∇ log π(a_j); 500 steps, λ linear 0 → ½ (csr.yaml).
+  A_j·∇ log π(a_j); 500 steps, each design's score and λ(t) (the chosen one: the likelihood score, λ ≡ 1).
 * **Truth** is the candidates' meaning, never the policy's judge: on held-out questions the answer is the greedy
   string, correct iff its meaning is 0; its confidence is the share of 10 samples with the greedy answer's
-  *meaning* (an empty answer agrees with nothing). Reported: accuracy, ECE (15 bins), Brier, AUROC, and
-  ``trick`` — the probability of the trick forms on wrong meanings (a trick that pays grows it).
+  *meaning* (an empty answer agrees with nothing). Reported: accuracy, ECE (15 bins), Brier, AUROC, ``trick``
+  (the probability of the trick forms on wrong meanings) and ``trick_pay`` (a wrong trick rollout's reward over
+  its plain form's in the same group, during training: > 0 means a trick pays).
+* **Reference**: :func:`fit_likelihood`, the family's maximum-likelihood fit (not RL), says how calibrated this
+  policy family can be on held-out questions.
 
 Not modelled: token-level generation and credit assignment, answers outside the candidate list, a judge that
 makes mistakes on real paraphrases, the KL term, learning-rate schedules, LoRA, sampling temperature; the base
@@ -292,12 +295,16 @@ def train(world: PolicyWorld, design: LabDesign, train_rows: np.ndarray, steps: 
         np.add.at(grads["tau"], b, (adv * d_tau).sum(axis=1) * scale)
         np.add.at(grads["v"], b, (adv * d_v).sum(axis=1) * scale)
         np.add.at(grads["w"], b, (adv[:, :, None] * d_w).sum(axis=1) * scale)
-        t = step + 1
-        for k in params:  # Adam (β = 0.9, 0.999), gradient ascent
-            m1[k] = 0.9 * m1[k] + 0.1 * grads[k]
-            m2[k] = 0.999 * m2[k] + 0.001 * grads[k] ** 2
-            params[k] = params[k] + lr * (m1[k] / (1 - 0.9**t)) / (np.sqrt(m2[k] / (1 - 0.999**t)) + 1e-8)
+        _adam_ascent(params, grads, m1, m2, step + 1, lr)
     return params
+
+
+def _adam_ascent(params: dict, grads: dict, m1: dict, m2: dict, t: int, lr: float) -> None:
+    """One Adam step (β = 0.9, 0.999) of gradient *ascent*, in place; ``t`` counts from 1."""
+    for k in params:
+        m1[k] = 0.9 * m1[k] + 0.1 * grads[k]
+        m2[k] = 0.999 * m2[k] + 0.001 * grads[k] ** 2
+        params[k] = params[k] + lr * (m1[k] / (1 - 0.9**t)) / (np.sqrt(m2[k] / (1 - 0.999**t)) + 1e-8)
 
 
 def fit_likelihood(world: PolicyWorld, train_rows: np.ndarray, steps: int = 1500, lr: float = 0.05) -> dict:
@@ -320,10 +327,7 @@ def fit_likelihood(world: PolicyWorld, train_rows: np.ndarray, steps: int = 1500
         np.add.at(grads["tau"], b, (d * th).sum(axis=1) / n)
         np.add.at(grads["v"], b, (d * ev).sum(axis=1) / n)
         np.add.at(grads["w"], b, d @ F / n)
-        for k in params:
-            m1[k] = 0.9 * m1[k] + 0.1 * grads[k]
-            m2[k] = 0.999 * m2[k] + 0.001 * grads[k] ** 2
-            params[k] = params[k] + lr * (m1[k] / (1 - 0.9**t)) / (np.sqrt(m2[k] / (1 - 0.999**t)) + 1e-8)
+        _adam_ascent(params, grads, m1, m2, t, lr)
     return params
 
 
