@@ -43,9 +43,9 @@ def test_limit_that_reaches_the_training_rows_is_refused(data_dir):
         PR.eval_questions(2001)
 
 
-@pytest.mark.parametrize("name", ["protocol.yaml", "protocol_cpu.yaml"])
+@pytest.mark.parametrize("name", ["paper.yaml", "cpu.yaml"])
 def test_protocol_configs_resolve(name, tmp_path):
-    proto = PR.load_protocol(ROOT / "trainers/configs" / name)
+    proto = PR.load_protocol(ROOT / "trainers/configs/protocol" / name)
     cfgs = {n: PR.run_config(proto, n, tmp_path) for n in proto["runs"]}
     assert {c["method"] for c in cfgs.values()} == {"csr", "rlvr", "rlcr", "rd"}
     ks = {c["grpo"]["num_generations"] for n, c in cfgs.items() if c["method"] == "csr"}

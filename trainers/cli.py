@@ -2,7 +2,7 @@
 
     semcal-train CONFIG.yaml [key.sub=value ...] [options]
     semcal-train --config CONFIG.yaml --set grpo.max_steps=200 --set reward.lambda_schedule=step
-    semcal-train protocol [--config trainers/configs/protocol.yaml] [--limit N] [--max-steps S]   (paper protocol)
+    semcal-train protocol [--config trainers/configs/protocol/paper.yaml] [--limit N] [--max-steps S]   (paper protocol)
 
 Overrides are dotted keys of the config (trainers/config.py), values parsed as YAML. Example configs:
 trainers/configs/{csr,rlvr,rlcr,cpu_smoke}.yaml. Exit status 0 on success, 2 on a configuration error.

@@ -1,7 +1,7 @@
 """The CSR paper's protocol as one command: train every method on HotpotQA only, evaluate each checkpoint on
 HotpotQA (in distribution) and TriviaQA, NQ-Open and MS MARCO (out of distribution), and tabulate.
 
-    semcal-train protocol [--config trainers/configs/protocol.yaml] [--limit N] [--max-steps S] [--out DIR]
+    semcal-train protocol [--config trainers/configs/protocol/paper.yaml] [--limit N] [--max-steps S] [--out DIR]
     (also: semcal-eval train protocol ..., python -m trainers.protocol ...)
 
 **Training questions.** The local HotpotQA training file (``r1searcher_stage_2.jsonl``) mixes HotpotQA with
@@ -47,7 +47,7 @@ EVAL_SETS = ("hotpotqa", "triviaqa", "nq_open", "msmarco")
 SUFFIX = {"agreement": "semagree", "rlcr": "rlcr", "rd": "rd"}
 FILTER = {"agreement": "judge_f1", "rlcr": "rlcr", "rd": "rd"}
 COLUMNS = ("acc", "ece_uw10", "brier_conf", "auroc_conf")
-DEFAULT_CONFIG = CONFIGS / "protocol.yaml"
+DEFAULT_CONFIG = CONFIGS / "protocol" / "paper.yaml"
 
 __all__ = ["TRAIN_START", "EVAL_SETS", "training_rows", "eval_questions", "load_protocol", "run_config",
            "evaluate_run", "summarise", "format_markdown", "main"]
