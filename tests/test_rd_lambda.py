@@ -1,6 +1,7 @@
 """Issue 22, item 2: λ(t) schedules in every generation batch at the shipped configs' batch sizes.
 
-Advantages are TRL 1.16's (tests/test_reward_lab.py::trl_reference, TRL's own ``nanstd``) of the rewards the real
+Advantages are TRL 1.16's (trainers.reward_lab.grpo_advantages, checked against a real GRPOTrainer step's logged
+advantages in tests/test_reward_lab.py::test_grpo_advantages_match_trl) of the rewards the real
 ``build_reward_funcs`` returns for csr.yaml / rlvr.yaml, on one generation batch of csr.yaml's size
 (per_device_train_batch_size × steps_per_generation = 8 × 4 = 32 completions = 4 prompts × K = 8)."""
 
@@ -12,8 +13,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.test_reward_lab import trl_reference
 from trainers import config as tcfg
+from trainers.reward_lab import grpo_advantages
 from trainers.train import build_reward_funcs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,10 @@ def _batch(kind: str):
     return prompts, comps, dict(answers=answers, question=questions)
 
 
+#: the paper's BCE score with its curriculum (λ linear 0 → ½): the csr.yaml option whose schedule these tests pin
+BCE = ("reward.score=log", "reward.lambda_schedule=linear", "reward.lambda_max=0.5")
+
+
 def _cfg(name: str, *over: str) -> dict:
     return tcfg.load_config(ROOT / f"trainers/configs/{name}.yaml", list(over))
 
@@ -50,7 +55,7 @@ def _adv(cfg: dict, kind: str, step: int) -> np.ndarray:
     prompts, comps, cols = _batch(kind)
     st = SimpleNamespace(global_step=step, max_steps=cfg["grpo"]["max_steps"])
     rpf = np.array([f(prompts, comps, None, st, **cols) for f in funcs], dtype=float).T
-    return trl_reference(rpf, weights, cfg["grpo"]["num_generations"], cfg["grpo"]["scale_rewards"])
+    return grpo_advantages(rpf, cfg["grpo"]["num_generations"], weights, cfg["grpo"]["scale_rewards"])
 
 
 def test_generation_batch_is_the_configs():
@@ -65,7 +70,7 @@ def test_generation_batch_is_the_configs():
 
 @pytest.mark.parametrize("kind", ["wrong", "right", "mixed"])
 def test_csr_equals_rlvr_at_lambda_zero_and_grows_with_lambda(kind):
-    csr, rlvr = _cfg("csr"), _cfg("rlvr")
+    csr, rlvr = _cfg("csr", *BCE), _cfg("rlvr")
     assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
     base = _adv(rlvr, kind, 0)
     assert np.abs(_adv(csr, kind, 0) - base).max() <= 1e-6  # λ(0) = 0
@@ -81,10 +86,28 @@ def test_csr_equals_rlvr_at_lambda_zero_and_grows_with_lambda(kind):
 def test_batch_scaling_cancels_lambda_in_an_all_wrong_batch():
     """The issue's finding, kept as the reason for the default: with scale_rewards: batch, λ = 0.001 already
     gives O(1) advantages in an all-wrong batch, about as large as λ = ½."""
-    csr = _cfg("csr", "grpo.scale_rewards=batch")
+    csr = _cfg("csr", *BCE, "grpo.scale_rewards=batch")
     small, full = np.abs(_adv(csr, "wrong", 1)).max(), np.abs(_adv(csr, "wrong", 500)).max()
     assert small > 0.3 and full / small < 3
     # the default scaling: 500× smaller λ, 500× smaller advantages
-    csr = _cfg("csr")
+    csr = _cfg("csr", *BCE)
     small, full = np.abs(_adv(csr, "wrong", 1)).max(), np.abs(_adv(csr, "wrong", 500)).max()
     assert full / small == pytest.approx(500, rel=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["wrong", "right", "mixed"])
+def test_likelihood_score_schedules_in_every_batch(kind):
+    """The shipped likelihood score with λ linear 0 → 1: CSR = RLVR at λ = 0; in all-wrong and all-right batches
+    r_cal is 0 for every rollout (nothing to share out), so CSR stays RLVR there at every λ; in the mixed batch
+    the calibration part is λ·(r_cal − group mean), linear in λ."""
+    csr, rlvr = _cfg("csr", "reward.lambda_schedule=linear"), _cfg("rlvr")
+    assert csr["reward"]["score"] == "likelihood" and csr["reward"]["lambda_max"] == 1.0
+    base = _adv(rlvr, kind, 0)
+    steps = [0, 1, 50, 250, 500]
+    dev = np.array([np.abs(_adv(csr, kind, s) - base).max() for s in steps])
+    if kind != "mixed":
+        assert dev.max() <= 1e-9
+        return
+    assert dev[0] <= 1e-9 and dev[1] < 0.01
+    lams = np.array(steps[1:]) / 500
+    assert dev[1:] / lams == pytest.approx([dev[-1]] * 4, rel=1e-4)

@@ -17,7 +17,7 @@ def world():
     return P.make_world(12, seed=5)
 
 
-@pytest.mark.parametrize("design", [P.CHOSEN, P.BEFORE], ids=["chosen", "before"])
+@pytest.mark.parametrize("design", [P.CHOSEN, P.BCE, P.BEFORE], ids=["chosen", "bce", "before"])
 def test_lab_rewards_are_the_trainers(world, design):
     rng = np.random.default_rng(2)
     K, G = 8, 6
@@ -33,7 +33,8 @@ def test_lab_rewards_are_the_trainers(world, design):
     cols = dict(answers=[world.golds[q] for q in rows for _ in range(K)], question=prompts)
     y = correctness_reward(prompts, comps, match=design.match, **cols)
     cal = calibration_reward(prompts, comps, trainer_state=SimpleNamespace(global_step=step, max_steps=steps),
-                             num_generations=K, match=design.match, **cols)
+                             num_generations=K, match=design.match, score=design.score, reading=design.reading,
+                             lambda_schedule=design.lambda_schedule, lambda_max=design.lambda_max, **cols)
     assert lab[:, 0].tolist() == y
     assert lab[:, 1] == pytest.approx(cal, abs=1e-12)
 
@@ -54,4 +55,23 @@ def test_small_run_is_reproducible_and_held_out():
     rows = P.summarise(a)
     assert {r["design"] for r in rows} == {"initial", P.RLVR.name, P.CHOSEN.name}
     ch = next(r for r in rows if r["design"] == P.CHOSEN.name)
-    assert set(ch) >= {"acc", "ece", "brier", "auroc", "trick", "dacc", "ece_ratio", "dtrick"}
+    assert set(ch) >= {"acc", "ece", "brier", "auroc", "trick", "trick_pay", "dacc", "ece_ratio", "dtrick"}
+
+
+def test_trick_pay_catches_whole_line_matching_and_not_span():
+    """The lab's adversary measure can fail: under whole-line matching (before issue 22) a wrong answer in a
+    trick form earns more than its plain form in the same group; under span matching it never does."""
+    res = P.run([P.BEFORE, P.BCE, P.CHOSEN], seeds=(0, 1), n_questions=40, steps=60)
+    pay = {r["design"]: r["trick_pay"][0] for r in P.summarise(res, ref=P.BCE.name)}
+    assert pay[P.BEFORE.name] > 0.005
+    assert pay[P.BCE.name] == 0.0 and pay[P.CHOSEN.name] == 0.0
+
+
+def test_likelihood_fit_is_calibrated_in_the_family():
+    """The reference row: the family's likelihood fit is far better calibrated on held-out questions than the
+    untrained policy (so the family can express calibration), computed without any reward code."""
+    world = P.make_world(120, seed=3)
+    perm = np.random.default_rng(0).permutation(120)
+    fit = P.evaluate(world, P.fit_likelihood(world, perm[:60], steps=400), perm[60:])
+    base = P.evaluate(world, P.init_params(world), perm[60:])
+    assert fit["ece"] < 0.6 * base["ece"] and fit["brier"] < base["brier"]

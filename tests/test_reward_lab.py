@@ -1,5 +1,5 @@
-"""The reward lab (trainers/reward_lab.py): TRL's advantage, the lab's rewards = the trainer's, and a small lab run
-that must show what docs/TRAINING.md claims (~10 s)."""
+"""The reward lab (trainers/reward_lab.py): TRL's advantage (checked against a real GRPOTrainer step's own logged
+advantages), the lab's rewards = the trainer's, and a small lab run that must show what docs/TRAINING.md claims."""
 
 from __future__ import annotations
 
@@ -16,30 +16,47 @@ from trainers.rewards import calibration_reward, correctness_reward
 # ------------------------------------------------------------------------------------------------ TRL's advantage
 
 
-def trl_reference(rewards_per_func, weights, K, scale, aggregation="sum_then_normalize"):
-    """TRL 1.16's advantage, restated in torch with TRL's own ``nanstd`` (trl.trainer.utils), float64."""
+def _trl_logged(R, weights, K, scale, aggregation, tmp_path):
+    """One step of TRL's own GRPOTrainer on a tiny (randomly initialised, SmolLM2-shaped) model whose reward
+    functions return the rows of ``R`` (None for NaN); returns what TRL logged through its public
+    ``log_completions`` table (``completions/completions_00001.parquet``): the rewards per function it received
+    and the advantages it formed. Nothing of TRL is restated or patched."""
+    import pandas as pd
     import torch
-    from trl.trainer.utils import nanstd
+    from datasets import Dataset
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
 
-    R = torch.tensor(rewards_per_func, dtype=torch.float64)
-    w = torch.tensor(weights, dtype=torch.float64)
-    unscorable = torch.isnan(R).all(dim=1)
-    if aggregation == "sum_then_normalize":
-        r = (R * w).nansum(dim=1)
-        r[unscorable] = float("nan")
-        base = torch.nanmean(r.view(-1, K), dim=1).repeat_interleave(K)
-        if scale == "batch":
-            sd = nanstd(r).expand_as(r)
-        else:
-            sd = nanstd(r.view(-1, K), dim=1).repeat_interleave(K)
-        adv = r - base if scale == "none" else (r - base) / (sd + 1e-4)
-    else:
-        g = R.view(-1, K, R.shape[1])
-        z = ((g - torch.nanmean(g, dim=1, keepdim=True)) / (nanstd(g, dim=1, keepdim=True) + 1e-4)).view(-1, R.shape[1])
-        r = (z * w).nansum(dim=1)
-        r[unscorable] = float("nan")
-        adv = (r - torch.nanmean(r)) / (nanstd(r) + 1e-4)
-    return torch.nan_to_num(adv, nan=0.0).numpy()
+    from semcal_eval.models import resolve_pretrained
+
+    path = resolve_pretrained("semcal:smollm2-135m")
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.pad_token = tok.pad_token or tok.eos_token
+    cfg = AutoConfig.from_pretrained(path)
+    cfg.update(dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                    num_key_value_heads=1, head_dim=8))
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg)
+    B = len(R)
+
+    def make(col):
+        def reward(prompts, completions, **kw):
+            assert len(completions) == B  # one call per generation batch, in TRL's row order
+            return [None if np.isnan(v) else float(v) for v in R[:, col]]
+
+        reward.__name__ = f"r{col}"
+        return reward
+
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], activation_checkpointing=False,
+                      num_generations=K, per_device_train_batch_size=B, gradient_accumulation_steps=1,
+                      max_completion_length=3, max_steps=1, logging_steps=1, save_strategy="no",
+                      log_completions=True, scale_rewards=scale, multi_objective_aggregation=aggregation,
+                      reward_weights=list(weights), bf16=False, seed=0)
+    data = Dataset.from_dict({"prompt": [f"Q{i}:" for i in range(B // K)]})
+    GRPOTrainer(model=model, reward_funcs=[make(c) for c in range(R.shape[1])], args=args, train_dataset=data,
+                processing_class=tok).train()
+    df = pd.read_parquet(tmp_path / "completions" / "completions_00001.parquet")
+    return df[[f"r{c}" for c in range(R.shape[1])]].to_numpy(float), df["advantage"].to_numpy(float)
 
 
 def test_grpo_advantages_by_hand():
@@ -69,9 +86,12 @@ def test_grpo_advantages_by_hand():
         L.grpo_advantages([[1.0], [0.0], [0.0]], 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("aggregation", L.AGGREGATIONS)
 @pytest.mark.parametrize("scale", L.SCALE_MODES)
-def test_grpo_advantages_match_trl(scale, aggregation):
+def test_grpo_advantages_match_trl(scale, aggregation, tmp_path):
+    """L.grpo_advantages against TRL's own code path: the advantages a real GRPOTrainer step formed and logged
+    (not a second copy of TRL's formula)."""
     rng = np.random.default_rng(0)
     K, G, F = 4, 6, 2
     R = rng.normal(size=(G * K, F))
@@ -80,10 +100,13 @@ def test_grpo_advantages_match_trl(scale, aggregation):
     R[9, 1] = np.nan  # one function returned None
     R[13] = np.nan  # every function returned None
     w = [1.0, 0.3]
-    got = L.grpo_advantages(R, K, w, scale, aggregation)
-    ref = trl_reference(R, w, K, scale, aggregation)
-    # TRL's nanstd computes Bessel's count/(count−1) in float32 (integer division), hence ~1e-8 relative
-    assert got == pytest.approx(ref, rel=1e-6, abs=1e-7)
+    seen, trl_adv = _trl_logged(R, w, K, scale, aggregation, tmp_path)
+    # TRL logs the rewards it was given (NaN where None), in the batch order it formed the advantages in
+    assert np.allclose(np.nan_to_num(seen, nan=-99), np.nan_to_num(R, nan=-99).astype(np.float32), atol=1e-6)
+    got = L.grpo_advantages(seen, K, w, scale, aggregation)
+    # TRL computes in float32 (and Bessel's count/(count−1) in float32), hence ~1e-6 relative
+    assert got == pytest.approx(trl_adv, rel=1e-5, abs=1e-6)
+    assert np.abs(trl_adv).max() > 0.1  # the batch is not trivially all-zero
 
 
 def test_scale_mode_names_are_trls():

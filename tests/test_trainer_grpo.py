@@ -83,7 +83,8 @@ def runs(tmp_path_factory):
     out = {}
     for method in ("csr", "rlvr", "rlcr"):
         d = tmp_path_factory.mktemp(method)
-        cfg = _cfg(d, method)
+        # csr: the linear λ(t) curriculum (csr.yaml ships λ ≡ 1), so the schedule is read at both steps
+        cfg = _cfg(d, method, *(["reward.lambda_schedule=linear"] if method == "csr" else []))
         res = train(cfg, train_dataset=_dataset(cfg))
         out[method] = (cfg, res, read_metrics(d))
     return out
@@ -106,11 +107,12 @@ def test_two_grpo_steps_log_every_component(runs, method):
             assert math.isfinite(r[f"rewards/{f}/mean"]) and math.isfinite(r[f"rewards/{f}/std"])
         assert math.isfinite(r["reward"]) and math.isfinite(r["loss"])
     if method == "csr":
-        # linear λ(t) = lambda_max · global_step / max_steps (lambda_max = ½ by default, docs/TRAINING.md's lab),
-        # read when the step's rollouts are scored: 0, then ¼
+        # linear λ(t) = lambda_max · global_step / max_steps, read when the step's rollouts are scored: 0, then ½·λ_max
         lam_max = cfg["reward"]["lambda_max"]
         assert [r["csr/lambda"] for r in steps] == [0.0, 0.5 * lam_max]
-        assert all(math.isfinite(r["csr/r_cal"]) and r["csr/r_cal"] <= 0 for r in steps)
+        # the likelihood score y·(K/n_c − 1) is ≥ 0; the paper's BCE (score: log) is ≤ 0
+        sign = 1 if cfg["reward"]["score"] == "likelihood" else -1
+        assert all(math.isfinite(r["csr/r_cal"]) and sign * r["csr/r_cal"] >= 0 for r in steps)
         assert steps[0]["rewards/calibration_reward/mean"] == 0.0  # λ = 0 at the first step
     if method == "rlcr":
         assert all("rlcr/confidence_parsed_frac" in r for r in steps)

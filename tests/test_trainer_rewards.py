@@ -320,7 +320,9 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     """csr.yaml vs rlvr.yaml (same GRPO settings): TRL scores the first step's rollouts at global_step 0,
     where λ = 0, and the advantages equal RLVR's in every group, all-right and all-wrong ones included. Right
     after (λ = ½·1/500) they differ by O(λ) — not by O(1) as with group scaling — and later clearly."""
-    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
+    # the paper's BCE score with its curriculum (λ linear 0 → ½), the option of csr.yaml that this test is about
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4", "reward.score=log",
+                                                                "reward.lambda_schedule=linear", "reward.lambda_max=0.5"])
     rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
     assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
     base = _trainer_advantages(rlvr, 0)
@@ -336,6 +338,27 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     # with TRL's group scaling instead, λ = ½·1/500 already moves that group by O(1)
     grouped = tcfg.apply_override(csr, "grpo.scale_rewards=group")
     assert np.abs(_trainer_advantages(grouped, 1)[28:32]).max() > 0.5
+
+
+def test_shipped_likelihood_advantages_from_the_definition():
+    """csr.yaml as shipped (likelihood score, λ ≡ 1): a group's advantages are y·K/n_c − 1 (0 when n_c = 0), so
+    all-right, all-wrong and all-empty groups stay silent like RLVR's, and a lone correct rollout gets K − 1;
+    with λ linear 0 → 1 the first step equals RLVR and the advantages move by O(λ) after."""
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
+    rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
+    assert (csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
+        "likelihood", "constant", 1.0)
+    y = np.array(_trainer_advantages(rlvr, 0)).reshape(-1, 4)  # RLVR advantage y − mean(y)
+    y = np.round(y + np.array([correctness_reward(*_rollout_batch()[:2], **_rollout_batch()[2])]).reshape(-1, 4)
+                 .mean(axis=1, keepdims=True), 12)
+    n_c = y.sum(axis=1, keepdims=True)
+    want = np.where(n_c > 0, y * 4 / np.maximum(n_c, 1) - 1, 0.0).reshape(-1)
+    assert _trainer_advantages(csr, 123) == pytest.approx(want, abs=1e-12)
+    assert np.all(want[4:16] == 0) and want.max() == pytest.approx(3.0)
+    linear = tcfg.apply_override(csr, "reward.lambda_schedule=linear")
+    base = _trainer_advantages(rlvr, 0)
+    assert np.abs(_trainer_advantages(linear, 0) - base).max() <= 1e-12
+    assert 0 < np.abs(_trainer_advantages(linear, 1) - base).max() <= 0.01
 
 
 @pytest.mark.parametrize(
@@ -439,14 +462,18 @@ def test_config_override_and_validation(tmp_path):
 
 
 def test_reward_defaults_are_the_labs_choice():
-    """The trainer's defaults (DEFAULTS and csr.yaml) = the design the reward lab chose (trainers.reward_lab.CHOSEN)."""
+    """The trainer's defaults (DEFAULTS and csr.yaml) = the design the policy lab chose (trainers.policy_lab.CHOSEN);
+    calibration_reward's own defaults = the paper's BCE as the tabular reward lab tuned it (trainers.reward_lab)."""
+    from trainers import policy_lab
     from trainers.reward_lab import CHOSEN
 
+    pl = policy_lab.CHOSEN
     for cfg in (tcfg.load_config(None), tcfg.load_config(ROOT / "trainers/configs/csr.yaml")):
         r, g = cfg["reward"], cfg["grpo"]
-        assert (r["reading"], r["eps"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"]) == (
-            CHOSEN.reading, CHOSEN.eps, CHOSEN.lambda_schedule, CHOSEN.lambda_max, CHOSEN.lambda_min)
-        assert g["scale_rewards"] == CHOSEN.scale_rewards
+        assert (r["score"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["match"]) == (
+            pl.score, pl.reading, pl.lambda_schedule, pl.lambda_max, 0.0, pl.match)
+        assert r["eps"] == CHOSEN.eps
+        assert g["scale_rewards"] == pl.scale_rewards == CHOSEN.scale_rewards
     import inspect
 
     sig = inspect.signature(calibration_reward).parameters

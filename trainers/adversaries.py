@@ -86,24 +86,25 @@ def transform(name: str, answer: str, question: str, rng: np.random.Generator) -
     return ADVERSARIES[name](answer, question, rng)
 
 
-def _rewards(comps, gold, question, lam, K, match):
+def _rewards(comps, gold, question, lam, K, match, score="log"):
     n = len(comps)
     cols = dict(answers=[[gold]] * n, question=[question] * n)
     y = np.asarray(R.correctness_reward([question] * n, comps, match=match, **cols))
     cal = np.asarray(R.calibration_reward([question] * n, comps, num_generations=K, lambda_schedule="constant",
-                                          lambda_max=lam, match=match, **cols))
+                                          lambda_max=lam, match=match, score=score, **cols))
     return y + cal
 
 
 def policy_table(
     accuracies=(0.0, 0.1, 0.5), lam: float = 0.5, n_groups: int = 300, K: int = 8, match: str = R.DEFAULT_MATCH,
     seed: int = 0, adversary: str = "suffix_random", question: str = "What is the capital of France?",
-    gold: str = "Paris", guess: str = "Lyon",
+    gold: str = "Paris", guess: str = "Lyon", score: str = "log",
 ) -> dict[float, dict[str, float]]:
     """Mean total reward per rollout, ``{a: {"transformed": ..., "honest": ...}}``, over ``n_groups`` groups of
     K rollouts, each right ("Paris") with probability a, else the consistent wrong guess ("Lyon"); in the
     transformed policy every wrong guess goes through ``adversary`` (``suffix_random``: a suffix of 1–5 random
-    words, the issue's "padded" policy). Groups share their random draws between the two policies."""
+    words, the issue's "padded" policy). Groups share their random draws between the two policies. ``score``: the
+    calibration score (:func:`trainers.rewards.group_calibration_scores`)."""
     out = {}
     for a in accuracies:
         rng = np.random.default_rng(seed)
@@ -115,24 +116,24 @@ def policy_table(
                 padded = [h if r else _suffix(int(rng.integers(1, 6)))(h, question, rng) for h, r in zip(honest, right)]
             else:
                 padded = [h if r else transform(adversary, h, question, rng) for h, r in zip(honest, right)]
-            tot_h += float(_rewards(honest, gold, question, lam, K, match).mean())
-            tot_t += float(_rewards(padded, gold, question, lam, K, match).mean())
+            tot_h += float(_rewards(honest, gold, question, lam, K, match, score).mean())
+            tot_t += float(_rewards(padded, gold, question, lam, K, match, score).mean())
         out[float(a)] = {"transformed": tot_t / n_groups, "honest": tot_h / n_groups}
     return out
 
 
 def deviation_gain(
     adversary: str, group: list[str], j: int, gold: str, question: str, lam: float = 0.5,
-    match: str = R.DEFAULT_MATCH, n_draws: int = 20, seed: int = 0,
+    match: str = R.DEFAULT_MATCH, n_draws: int = 20, seed: int = 0, score: str = "log",
 ) -> float:
     """E[total reward of rollout j after ``adversary`` transforms it] − its reward untransformed, the other
     rollouts of ``group`` unchanged; expectation over ``n_draws`` draws of the adversary's randomness."""
     K = len(group)
-    base = float(_rewards(group, gold, question, lam, K, match)[j])
+    base = float(_rewards(group, gold, question, lam, K, match, score)[j])
     rng = np.random.default_rng(seed)
     got = []
     for _ in range(n_draws):
         g = list(group)
         g[j] = transform(adversary, g[j], question, rng)
-        got.append(float(_rewards(g, gold, question, lam, K, match)[j]))
+        got.append(float(_rewards(g, gold, question, lam, K, match, score)[j]))
     return float(np.mean(got)) - base

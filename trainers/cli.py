@@ -2,6 +2,7 @@
 
     semcal-train CONFIG.yaml [key.sub=value ...] [options]
     semcal-train --config CONFIG.yaml --set grpo.max_steps=200 --set reward.lambda_schedule=step
+    semcal-train protocol [--config trainers/configs/protocol/paper.yaml] [--limit N] [--max-steps S]   (paper protocol)
 
 Overrides are dotted keys of the config (trainers/config.py), values parsed as YAML. Example configs:
 trainers/configs/{csr,rlvr,rlcr,cpu_smoke}.yaml. Exit status 0 on success, 2 on a configuration error.
@@ -73,6 +74,11 @@ def resolve(argv: list[str] | None = None) -> tuple[dict, argparse.Namespace]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["protocol"]:  # semcal-train protocol ...: the paper's protocol (trainers/protocol.py)
+        from trainers.protocol import main as protocol_main
+
+        return protocol_main(argv[1:])
     try:
         cfg, args = resolve(argv)
     except (ValueError, FileNotFoundError, KeyError) as e:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from trainers.answer_match import MATCHES
-from trainers.rewards import DEFAULT_EPS, DEFAULT_LAMBDA_MAX, DEFAULT_READING, validate_calibration_args
+from trainers.rewards import DEFAULT_EPS, DEFAULT_READING, SCORES, validate_calibration_args
 
 METHODS = ("csr", "rlvr", "rlcr", "rd")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
@@ -44,19 +44,24 @@ DEFAULTS: dict[str, Any] = {
         # csr/rlvr: stop sampling at the first newline, as the QA tasks do (until "\n"); rlcr never stops there.
         "stop_at_newline": True,
     },
-    # CSR reward defaults chosen with the reward lab (trainers/reward_lab.py, docs/TRAINING.md): pairwise BCE
-    # divided by log(1/ε), empty answers −1 (fixed in trainers.rewards), λ linear 0 → ½, short-answer matching
-    # (match: span), no std scaling of the advantages (grpo.scale_rewards: none).
+    # CSR reward defaults chosen with the policy lab (trainers/policy_lab.py, docs/TRAINING.md: shared-parameter
+    # policy, held-out questions, 20 seeds): the likelihood score at λ ≡ 1 (r = y·K/n_correct), short-answer
+    # matching (match: span), no std scaling of the advantages (grpo.scale_rewards: none). The paper's pairwise
+    # BCE (score: log, λ linear 0 → ½; chosen earlier by the tabular reward lab) stays an option: in the policy
+    # lab it gave ECE 0.94× RLVR's, the likelihood score 0.64×.
     "reward": {
         "judge": "f1",
         "judge_kwargs": {},
         "eps": DEFAULT_EPS,
         "reading": DEFAULT_READING,
-        "lambda_schedule": "linear",
-        "lambda_max": DEFAULT_LAMBDA_MAX,
+        "lambda_schedule": "constant",
+        "lambda_max": 1.0,
         "lambda_min": 0.0,
         "lambda_step_fraction": 0.5,
         "gather_groups": False,
+        # log: the paper's pairwise BCE of agreement vs correctness; likelihood: y·(K/n_correct − 1), whose
+        # policy gradient is the log-likelihood of a correct answer (calibrated optimum; docs/TRAINING.md)
+        "score": "likelihood",
         "match": "span",  # span: judge short answers, wrong rollouts charged for word overlap; line: whole lines
     },
     "lora": {
@@ -205,6 +210,8 @@ def validate(cfg: dict) -> None:
     validate_calibration_args(
         K, r["eps"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["lambda_step_fraction"]
     )
+    if r.get("score", "log") not in SCORES:
+        raise ValueError(f"reward.score must be one of {', '.join(SCORES)}, got {r.get('score')!r}")
     if r.get("match", "span") not in MATCHES:
         raise ValueError(f"reward.match must be one of {', '.join(MATCHES)}, got {r.get('match')!r}")
     scale = cfg["grpo"].get("scale_rewards", "group")

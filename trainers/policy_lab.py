@@ -20,11 +20,14 @@ Closer to a GRPO run on a language model than the tabular lab (:mod:`trainers.re
   ``semcal_eval.qa.agreement_matrix`` and :func:`trainers.answer_match.overlap_matrix`, then
   :func:`trainers.rewards.group_calibration_scores` and :func:`trainers.rewards.lambda_at`), forms TRL's
   advantages (:func:`trainers.reward_lab.grpo_advantages`) and takes an Adam step on the mean of
-  A_j·∇ log π(a_j); 500 steps, λ linear 0 → ½ (csr.yaml).
+  A_j·∇ log π(a_j); 500 steps, each design's score and λ(t) (the chosen one: the likelihood score, λ ≡ 1).
 * **Truth** is the candidates' meaning, never the policy's judge: on held-out questions the answer is the greedy
   string, correct iff its meaning is 0; its confidence is the share of 10 samples with the greedy answer's
-  *meaning* (an empty answer agrees with nothing). Reported: accuracy, ECE (15 bins), Brier, AUROC, and
-  ``trick`` — the probability of the trick forms on wrong meanings (a trick that pays grows it).
+  *meaning* (an empty answer agrees with nothing). Reported: accuracy, ECE (15 bins), Brier, AUROC, ``trick``
+  (the probability of the trick forms on wrong meanings) and ``trick_pay`` (a wrong trick rollout's reward over
+  its plain form's in the same group, during training: > 0 means a trick pays).
+* **Reference**: :func:`fit_likelihood`, the family's maximum-likelihood fit (not RL), says how calibrated this
+  policy family can be on held-out questions.
 
 Not modelled: token-level generation and credit assignment, answers outside the candidate list, a judge that
 makes mistakes on real paraphrases, the KL term, learning-rate schedules, LoRA, sampling temperature; the base
@@ -48,7 +51,8 @@ from trainers import rewards as R
 from trainers.answer_match import overlap_matrix
 from trainers.reward_lab import grpo_advantages
 
-__all__ = ["LabDesign", "PolicyWorld", "make_world", "train", "evaluate", "run", "summarise", "DESIGNS", "CHOSEN"]
+__all__ = ["LabDesign", "PolicyWorld", "make_world", "train", "fit_likelihood", "evaluate", "run", "summarise", "DESIGNS",
+           "CHOSEN"]
 
 BASE_FORMS = ("base", "para")
 TRICK_FORMS = ("suffix_1", "suffix_3", "suffix_5", "question_before", "upper", "punct")
@@ -66,23 +70,32 @@ class LabDesign:
     scale_rewards: str = "none"
     lambda_schedule: str = "linear"
     lambda_max: float = R.DEFAULT_LAMBDA_MAX
+    reading: str = R.DEFAULT_READING
+    score: str = "log"
 
     @property
     def weights(self) -> list[float]:
         return [1.0] if self.method == "rlvr" else [1.0, 1.0]
 
 
-CHOSEN = LabDesign("CSR chosen: span match, scale none")
 RLVR = LabDesign("RLVR (scale none)", method="rlvr")
 BEFORE = LabDesign("CSR before issue 22: line match, scale batch", match="line", scale_rewards="batch")
+#: the design chosen before this lab existed (span match, scale none, the paper's pairwise BCE, λ linear 0 → ½)
+BCE = LabDesign("CSR BCE: span match, scale none")
+#: the chosen design: the likelihood form at λ ≡ 1, whose GRPO gradient is (pass@K-weighted) ∇ log π(correct)
+CHOSEN = LabDesign("CSR chosen: likelihood, λ ≡ 1", score="likelihood", lambda_schedule="constant", lambda_max=1.0)
 DESIGNS = [
     RLVR,
     LabDesign("RLVR (scale batch)", method="rlvr", scale_rewards="batch"),
     BEFORE,
     LabDesign("  line match, scale none", match="line"),
     LabDesign("  span match, scale batch", scale_rewards="batch"),
+    BCE,
+    LabDesign("  BCE, λ ≡ ½", lambda_schedule="constant"),
+    LabDesign("  BCE rollout reading", reading="rollout"),
+    LabDesign("  Brier rollout reading", reading="rollout", score="brier"),
+    LabDesign("  likelihood, λ linear 0 → 1", score="likelihood", lambda_max=1.0),
     CHOSEN,
-    LabDesign("  chosen, λ ≡ ½", lambda_schedule="constant"),
 ]
 
 
@@ -218,9 +231,27 @@ def group_rewards(world: PolicyWorld, design: LabDesign, idx: np.ndarray, step: 
         return y.reshape(-1, 1)
     A = A_all[idx[:, :, None], idx[:, None, :]]
     Aw = None if Aw_all is None else Aw_all[idx[:, :, None], idx[:, None, :]]
-    r_cal, _ = R.group_calibration_scores(A, y, R.DEFAULT_EPS, R.DEFAULT_READING, empty=e_all[idx], agreement_wrong=Aw)
+    r_cal, _ = R.group_calibration_scores(A, y, R.DEFAULT_EPS, design.reading, empty=e_all[idx], agreement_wrong=Aw,
+                                         score=design.score)
     lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.lambda_schedule, design.lambda_max)
     return np.stack([y.reshape(-1), lam * r_cal.reshape(-1)], axis=1)
+
+
+def _trick_pay(world: PolicyWorld, design: LabDesign, idx: np.ndarray, rew: np.ndarray, step: int, steps: int,
+               pay: dict) -> None:
+    """Add to ``pay`` each wrong trick rollout's reward gain over its plain (base-form) counterfactual."""
+    w = np.asarray(design.weights)
+    total = (rew * w).sum(axis=1).reshape(idx.shape)
+    m = world.meaning[idx]
+    g, j = np.nonzero((m > 0) & world.trick[idx])
+    if not len(g):
+        return
+    plain = np.flatnonzero(world.form == world.forms.index("base"))  # candidate index of meaning k's base form
+    cf = idx[g].copy()
+    cf[np.arange(len(g)), j] = plain[m[g, j]]
+    cf_total = (group_rewards(world, design, cf, step, steps) * w).sum(axis=1).reshape(cf.shape)
+    pay["sum"] = pay.get("sum", 0.0) + float((total[g, j] - cf_total[np.arange(len(g)), j]).sum())
+    pay["n"] = pay.get("n", 0) + len(g)
 
 
 def init_params(world: PolicyWorld) -> dict:
@@ -228,8 +259,15 @@ def init_params(world: PolicyWorld) -> dict:
 
 
 def train(world: PolicyWorld, design: LabDesign, train_rows: np.ndarray, steps: int = 500, prompts: int = 4,
-          K: int = 8, lr: float = 0.02, seed: int = 0) -> dict:
-    """``steps`` GRPO steps of ``prompts`` training questions × K rollouts; Adam on the shared parameters."""
+          K: int = 8, lr: float = 0.02, seed: int = 0, pay: dict | None = None) -> dict:
+    """``steps`` GRPO steps of ``prompts`` training questions × K rollouts; Adam on the shared parameters.
+
+    ``pay`` (a dict, filled in place): for every *wrong* rollout drawn in a trick form, its total reward minus
+    the total reward it would have earned as the plain (base) form of the same meaning, the rest of its group
+    unchanged (a counterfactual within the group, so no selection effect); summed in ``pay["sum"]`` over
+    ``pay["n"]`` rollouts. ``trick_pay`` > 0 is what "a trick pays" means (issue 22, item 1). (The trick *mass*
+    is no such test: the form weights are shared by right and wrong meanings, so it also grows when the
+    gold-with-chatter forms are rewarded for being correct.)"""
     rng = np.random.default_rng(seed)
     params = init_params(world)
     m1 = {k: np.zeros_like(v) for k, v in params.items()}
@@ -239,8 +277,10 @@ def train(world: PolicyWorld, design: LabDesign, train_rows: np.ndarray, steps: 
         rows = rng.choice(train_rows, size=prompts, replace=False)
         pi = _softmax(_logits(world, params, rows))
         idx = _sample(pi, K, rng)
-        adv = grpo_advantages(group_rewards(world, design, idx, step, steps), K, design.weights,
-                              design.scale_rewards).reshape(prompts, K)
+        rew = group_rewards(world, design, idx, step, steps)
+        adv = grpo_advantages(rew, K, design.weights, design.scale_rewards).reshape(prompts, K)
+        if pay is not None:
+            _trick_pay(world, design, idx, rew, step, steps, pay)
         b = world.bucket[rows]
         th, ev = world.theta0[rows], world.evidence[rows]
         r_ = np.arange(prompts)[:, None]
@@ -255,12 +295,43 @@ def train(world: PolicyWorld, design: LabDesign, train_rows: np.ndarray, steps: 
         np.add.at(grads["tau"], b, (adv * d_tau).sum(axis=1) * scale)
         np.add.at(grads["v"], b, (adv * d_v).sum(axis=1) * scale)
         np.add.at(grads["w"], b, (adv[:, :, None] * d_w).sum(axis=1) * scale)
-        t = step + 1
-        for k in params:  # Adam (β = 0.9, 0.999), gradient ascent
-            m1[k] = 0.9 * m1[k] + 0.1 * grads[k]
-            m2[k] = 0.999 * m2[k] + 0.001 * grads[k] ** 2
-            params[k] = params[k] + lr * (m1[k] / (1 - 0.9**t)) / (np.sqrt(m2[k] / (1 - 0.999**t)) + 1e-8)
+        _adam_ascent(params, grads, m1, m2, step + 1, lr)
     return params
+
+
+def _adam_ascent(params: dict, grads: dict, m1: dict, m2: dict, t: int, lr: float) -> None:
+    """One Adam step (β = 0.9, 0.999) of gradient *ascent*, in place; ``t`` counts from 1."""
+    for k in params:
+        m1[k] = 0.9 * m1[k] + 0.1 * grads[k]
+        m2[k] = 0.999 * m2[k] + 0.001 * grads[k] ** 2
+        params[k] = params[k] + lr * (m1[k] / (1 - 0.9**t)) / (np.sqrt(m2[k] / (1 - 0.999**t)) + 1e-8)
+
+
+def fit_likelihood(world: PolicyWorld, train_rows: np.ndarray, steps: int = 1500, lr: float = 0.05) -> dict:
+    """Reference, not RL: the policy family's maximum-likelihood fit, Adam on the exact gradient of
+    mean_q log π(correct meaning | q) over the training questions (∇ = E_{π(·|correct)} φ − E_π φ). A
+    well-specified family's likelihood maximiser is calibrated, so its held-out ECE says how calibrated this
+    family *can* be; an RL design that stays far above it is held back by its reward, not by the policy."""
+    params = init_params(world)
+    m1 = {k: np.zeros_like(v) for k, v in params.items()}
+    m2 = {k: np.zeros_like(v) for k, v in params.items()}
+    nF, n = len(world.forms) + 1, len(train_rows)
+    correct = world.meaning == 0
+    b, th, ev = world.bucket[train_rows], world.theta0[train_rows], world.evidence[train_rows]
+    F = np.eye(nF)[world.form]
+    for t in range(1, steps + 1):
+        pi = _softmax(_logits(world, params, train_rows))
+        post = pi * correct
+        d = post / post.sum(axis=1, keepdims=True) - pi
+        grads = {"tau": np.zeros(N_BUCKETS), "v": np.zeros(N_BUCKETS), "w": np.zeros((N_BUCKETS, nF))}
+        np.add.at(grads["tau"], b, (d * th).sum(axis=1) / n)
+        np.add.at(grads["v"], b, (d * ev).sum(axis=1) / n)
+        np.add.at(grads["w"], b, d @ F / n)
+        _adam_ascent(params, grads, m1, m2, t, lr)
+    return params
+
+
+LIKELIHOOD_FIT = "reference: likelihood fit (not RL)"
 
 
 def evaluate(world: PolicyWorld, params: dict, rows: np.ndarray, samples: int = 10, seed: int = 0) -> dict:
@@ -281,10 +352,13 @@ def evaluate(world: PolicyWorld, params: dict, rows: np.ndarray, samples: int = 
 
 
 def run(designs=None, seeds=tuple(range(20)), n_questions: int = 400, adversaries: bool = True, steps: int = 500,
-        lr: float = 0.02) -> dict:
-    """Every design on the same worlds (paired by seed); half the questions train, half are held out."""
+        lr: float = 0.02, K: int = 8, reference: bool = False) -> dict:
+    """Every design on the same worlds (paired by seed); half the questions train, half are held out.
+    ``reference``: add the family's likelihood fit (:func:`fit_likelihood`) as a row."""
     designs = DESIGNS if designs is None else designs
     out: dict = {"initial": []}
+    if reference:
+        out[LIKELIHOOD_FIT] = []
     for d in designs:
         out[d.name] = []
     t0 = time.perf_counter()
@@ -293,11 +367,17 @@ def run(designs=None, seeds=tuple(range(20)), n_questions: int = 400, adversarie
         perm = np.random.default_rng(10_000 + s).permutation(n_questions)
         tr, te = perm[: n_questions // 2], perm[n_questions // 2 :]
         out["initial"].append(evaluate(world, init_params(world), te, seed=20_000 + s))
+        if reference:
+            out[LIKELIHOOD_FIT].append(evaluate(world, fit_likelihood(world, tr), te, seed=20_000 + s))
         for d in designs:
-            p = train(world, d, tr, steps=steps, lr=lr, seed=30_000 + s)
-            out[d.name].append(evaluate(world, p, te, seed=20_000 + s))
+            pay: dict = {}
+            p = train(world, d, tr, steps=steps, K=K, lr=lr, seed=30_000 + s, pay=pay)
+            ev = evaluate(world, p, te, seed=20_000 + s)
+            if adversaries:
+                ev["trick_pay"] = pay.get("sum", 0.0) / max(pay.get("n", 0), 1)
+            out[d.name].append(ev)
     out["_meta"] = {"seconds": time.perf_counter() - t0, "seeds": list(seeds), "n_questions": n_questions,
-                    "adversaries": adversaries, "steps": steps, "lr": lr}
+                    "adversaries": adversaries, "steps": steps, "lr": lr, "K": K}
     return out
 
 
@@ -327,22 +407,26 @@ def summarise(res: dict, ref: str = RLVR.name) -> list[dict]:
         row["ece_ratio"] = (float(np.mean([r["ece"] for r in runs]) / np.mean([b["ece"] for b in base])),
                             float(np.nanmax(ratio)))
         row["dtrick"] = float(np.mean([r["trick"] - b["trick"] for r, b in zip(runs, base)]))
+        if "trick_pay" not in runs[0]:
+            row["trick_pay"] = (0.0, 0.0)  # no trick forms in the world (or the untrained policy): nothing can pay
         rows.append(row)
     return rows
 
 
 def passes(row: dict) -> bool:
-    """Issue 22's criteria: accuracy within 2 points of RLVR, ECE ≤ 0.6× RLVR's, no trick grown beyond RLVR's."""
-    return row["dacc"][0] >= -0.02 and row["ece_ratio"][0] <= 0.6 and row["dtrick"] <= 0.005
+    """Issue 22's criteria: accuracy within 2 points of RLVR, ECE ≤ 0.6× RLVR's, no trick that pays: the mean
+    reward of a wrong trick rollout is not above a wrong plain one's (``trick_pay`` ≤ 0.005, mean over seeds)."""
+    return row["dacc"][0] >= -0.02 and row["ece_ratio"][0] <= 0.6 and row["trick_pay"][0] <= 0.005
 
 
 def format_table(rows: list[dict]) -> str:
-    head = "| design | acc | ECE | Brier | AUROC | trick mass | Δacc vs RLVR (worst seed) | ECE ratio (worst seed) | passes |"
-    lines = [head, "|" + "---|" * 9]
+    head = ("| design | acc | ECE | Brier | AUROC | trick mass | trick pay | Δacc vs RLVR (worst seed) | "
+            "ECE ratio (worst seed) | passes |")
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         f = lambda k: f"{r[k][0]:.3f} ± {r[k][1]:.3f}"  # noqa: E731
-        lines.append(f"| {r['design']} | {f('acc')} | {f('ece')} | {f('brier')} | {f('auroc')} | {f('trick')} | "
+        lines.append(f"| {r['design']} | {f('acc')} | {f('ece')} | {f('brier')} | {f('auroc')} | {f('trick')} | {f('trick_pay')} | "
                      f"{r['dacc'][0]:+.3f} ± {r['dacc'][1]:.3f} ({r['dacc'][2]:+.3f}) | "
                      f"{r['ece_ratio'][0]:.2f} ({r['ece_ratio'][1]:.2f}) | "
-                     f"{('yes' if passes(r) else 'no') if not r['design'].startswith(('RLVR', 'initial')) else ''} |")
+                     f"{('yes' if passes(r) else 'no') if not r['design'].startswith(('RLVR', 'initial', 'reference')) else ''} |")
     return "\n".join(lines)

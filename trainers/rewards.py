@@ -67,7 +67,7 @@ __all__ = [
 
 SCHEDULES = ("linear", "constant", "step")
 READINGS = ("rollout", "pairwise")
-SCORES = ("log", "brier")
+SCORES = ("log", "brier", "likelihood")
 EMPTY_ANSWERS = ("worst", "disagree")
 DEFAULT_EPS = 1e-3
 DEFAULT_READING = "pairwise"
@@ -278,6 +278,17 @@ def group_calibration_scores(
       [log ε, 0].
     - ``score="brier"``: s_j = −(y_j − p_j)² (rollout) or mean_{i≠j} −(y_j − A_ji)² (pairwise), in [−1, 0]
       (``bounded`` changes nothing; ε only clips p).
+    - ``score="likelihood"``: s_j = y_j·(K/n_c − 1), n_c = Σ_i y_i the group's correct rollouts (own included;
+      s = 0 for wrong ones and for every rollout of a group with no correct one), so r = y + λ·s is y·K/n_c at
+      λ = 1. GRPO's per-rollout policy gradient of that reward is, in expectation,
+      (1 − (1 − π_c)^K)·∇ log π_c with π_c the policy's probability of a correct answer: the log-likelihood of
+      being right, weighted by pass@K. Its maximiser over a policy family is the family's calibrated fit, so
+      the agreement confidence (the mode's share) tends to P(mode correct); the BCE readings with 0/1
+      agreement are an absolute-error score instead (−|y − p|), whose optimum pushes p to 0 or 1
+      (docs/TRAINING.md, "Why the BCE reward does not calibrate"). It reads correctness only, never the
+      agreement matrix: for a correct rollout "a partner with the same meaning" is "a correct partner" under a
+      consistent judge, and no surface trick changes a judged correctness. ``reading``, ``bounded`` and ``ε``
+      change nothing; s ∈ [0, K − 1].
     - Empty answers (``empty`` true: nothing to agree with) never agree with another rollout. With
       ``empty_answer="worst"`` (default) an empty rollout's own score is the worst value of the score
       (−1 bounded, log ε unbounded), so no rollout earns calibration reward by saying nothing; with
@@ -332,7 +343,11 @@ def group_calibration_scores(
     a = A[:, off].reshape(G, K, K - 1)  # a[g, j, :] = A_ji over partners i ≠ j
     p = np.clip(a.mean(axis=2), eps, 1 - eps)
     yy = y[:, :, None]
-    if score == "log":
+    if score == "likelihood":
+        n_c = y.sum(axis=1, keepdims=True)
+        # an empty answer is never correct, so it earns 0 like any wrong answer: "worst" is that 0
+        s, worst = y * (K / np.maximum(n_c, 1.0) - 1.0), 0.0
+    elif score == "log":
         if reading == "rollout":
             s = y * np.log(p) + (1 - y) * np.log1p(-p)
         else:

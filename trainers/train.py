@@ -55,6 +55,7 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
             lambda_min=r["lambda_min"],
             lambda_step_fraction=r["lambda_step_fraction"],
             gather_groups=bool(r["gather_groups"]),
+            score=r.get("score", "log"),
             **judge,
         )
         # r = r_RLVR + λ(t)·r_cal: λ(t) is applied inside calibration_reward (it changes with the step).
@@ -243,6 +244,14 @@ def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = Non
 
         model = run_warmup(cfg, model, tok, dataset)  # rlcr/rd: learn the format before GRPO
         tok.padding_side = "left"
+        if lora_config(cfg) is not None:
+            # The warm-up changed the full weights; a LoRA adapter names its base model (peft reads
+            # model.name_or_path), and OUTPUT/final merges the adapter onto that base read from disk. Without
+            # this the saved model would be the untrained base plus GRPO's adapter: the warm-up lost.
+            warm = out_dir / "warmup_sft" / "model"
+            model.save_pretrained(warm)
+            tok.save_pretrained(warm)
+            model.name_or_path = base_path = str(warm)
     # the newline ends a rollout (csr/rlvr) on the transformers and the vLLM path alike
     restore = apply_rollout_stops(cfg, args, model, tok)
     funcs = reward_funcs if reward_funcs is not None else build_reward_funcs(cfg)[0]
