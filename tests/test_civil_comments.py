@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from semcal_eval import TASKS_DIR
+from semcal_eval.runs import row_record
 from semcal_eval.data import load_report, skipped_rows
 from semcal_eval.harness.base import unwrap
 from semcal_eval.harness.multiple_choice import make_mc_process_results, mc_record
@@ -181,23 +182,23 @@ def test_end_to_end_smollm2(semsoft_lm, data_dir):
         by.setdefault(row["filter"], []).append(row)
     assert len(by["semsoft"]) == len(by["constrained"]) == 6
     for row in by["semsoft"] + by["constrained"]:
-        item = row["soft_ece"]
+        item = row_record(row)[1]
         t = float(row["doc"]["toxicity"])
         assert 0.2 < item["soft"] < 0.8 and item["soft"] == pytest.approx(t)
         assert item["gold"] == int(t >= 0.5)
         assert len(item["probs"]) == 2 and sum(item["probs"]) == pytest.approx(1.0, abs=1e-6)
     for f in ("constrained", "semsoft"):
-        p = np.array([r["soft_ece"]["probs"][1] for r in by[f]])
-        t = np.array([r["soft_ece"]["soft"] for r in by[f]])
+        p = np.array([row_record(r)[1]["probs"][1] for r in by[f]])
+        t = np.array([row_record(r)[1]["soft"] for r in by[f]])
         assert sem[f"soft_brier,{f}"] == pytest.approx(np.mean((p - t) ** 2))
         assert isinstance(sem[f"soft_brier_stderr,{f}"], float)  # lm-eval's ± column is filled
         # metrics lm-eval's table no longer shows stay recomputable from the logged records
-        recs = [r["soft_ece"] for r in by[f]]
+        recs = [row_record(r)[1] for r in by[f]]
         assert aggregate("soft_mae", recs) == pytest.approx(np.mean(np.abs(p - t)))
         assert aggregate("extreme_rate", recs) == pytest.approx(np.mean((p > 0.9) | (p < 0.1)))
         assert f"soft_mae,{f}" not in sem and f"temperature,{f}" not in sem
     # the prior row is the mean annotator fraction of the training split's ambiguous rows
-    prior_p = by["prior"][0]["soft_ece"]["probs"][1]
+    prior_p = row_record(by["prior"][0])[1]["probs"][1]
     assert 0.2 < prior_p < 0.8
 
     # The stock multiple_choice item is the softmax of the full-label log-likelihoods; recompute them straight
@@ -211,8 +212,8 @@ def test_end_to_end_smollm2(semsoft_lm, data_dir):
     lls = [_full_label_ll(semsoft_lm, ctx, c) for c in conts]
     lls = np.asarray(lls)
     ref = np.exp(lls - lls.max())
-    np.testing.assert_allclose(row["soft_ece"]["probs"], ref / ref.sum(), atol=1e-4)
-    assert row["soft_ece"]["soft"] == pytest.approx(float(row["doc"]["toxicity"]))
+    np.testing.assert_allclose(row_record(row)[1]["probs"], ref / ref.sum(), atol=1e-4)
+    assert row_record(row)[1]["soft"] == pytest.approx(float(row["doc"]["toxicity"]))
     # The constrained baseline is the renormalised next-token probability of each label's first token
     # (for single-token labels this is also the full-label softmax).
     ids = semsoft_lm.tok_encode(ctx)
@@ -221,7 +222,7 @@ def test_end_to_end_smollm2(semsoft_lm, data_dir):
     first = [semsoft_lm.tok_encode(ctx + c)[len(ids)] for c in conts]
     q = np.exp(logp[first].numpy())
     con = next(r for r in by["constrained"] if r["doc_id"] == row["doc_id"])
-    np.testing.assert_allclose(con["soft_ece"]["probs"], q / q.sum(), atol=1e-4)
+    np.testing.assert_allclose(row_record(con)[1]["probs"], q / q.sum(), atol=1e-4)
 
 
 def _full_label_ll(lm, ctx: str, cont: str) -> float:

@@ -25,6 +25,7 @@ from leaderboards.cli import main
 from leaderboards.registry import load_registry
 
 import board_fixtures as S  # tests/board_fixtures.py: synthetic runs (tests/ is on sys.path)
+from references import ref_ece  # tests/references.py: the plain-loop ECE
 
 REPO = Path(__file__).resolve().parents[1]
 CLS = "semcal_synth_cls"
@@ -81,18 +82,6 @@ def files(path: Path) -> tuple[Path, Path]:
     (res,) = path.rglob("results_*.json")
     (samp,) = path.rglob("samples_*.jsonl")
     return res, samp
-
-
-def ref_ece(conf, correct, n_bins):
-    """Equal-width ECE by a plain loop: bins [0,1/M], (1/M,2/M], ..."""
-    conf, correct = np.asarray(conf), np.asarray(correct)
-    total = 0.0
-    for b in range(n_bins):
-        lo, hi = b / n_bins, (b + 1) / n_bins
-        m = (conf > lo) & (conf <= hi) if b else (conf >= lo) & (conf <= hi)
-        if m.any():
-            total += m.sum() / len(conf) * abs(conf[m].mean() - correct[m].mean())
-    return total
 
 
 # ---------------------------------------------------------------- the happy path

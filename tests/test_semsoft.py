@@ -54,10 +54,10 @@ def test_semsoft_matches_numpy_reference(semsoft_lm, mode):
     for ctx in PROMPTS[:2]:
         (out,) = semsoft_lm.semsoft([req(ctx, labels, tau=0.2, top_k=100, mode=mode)], disable_tqdm=True)
         ref_sem, ref_base = numpy_reference(semsoft_lm, ctx, labels, 0.2, 100, mode)
-        np.testing.assert_allclose(out["semsoft"]["0.2"], ref_sem, atol=2e-5)
-        np.testing.assert_allclose(out["baseline"], ref_base, atol=2e-5)
-        assert not out["fallback"]["0.2"]
-        assert 0 < out["topk_mass"] <= 1
+        np.testing.assert_allclose(out.semsoft["0.2"], ref_sem, atol=2e-5)
+        np.testing.assert_allclose(out.baseline, ref_base, atol=2e-5)
+        assert not out.fallback["0.2"]
+        assert 0 < out.topk_mass <= 1
 
 
 def test_baseline_equals_lm_eval_loglikelihood_for_single_token_labels(semsoft_lm):
@@ -70,7 +70,7 @@ def test_baseline_equals_lm_eval_loglikelihood_for_single_token_labels(semsoft_l
         )
         lls = np.array([ll for ll, _ in lls])
         ref = np.exp(lls - lls.max())
-        np.testing.assert_allclose(out["baseline"], ref / ref.sum(), atol=1e-5)
+        np.testing.assert_allclose(out.baseline, ref / ref.sum(), atol=1e-5)
 
 
 def test_tau_sweep_from_one_pass_equals_separate_runs(semsoft_lm):
@@ -79,8 +79,8 @@ def test_tau_sweep_from_one_pass_equals_separate_runs(semsoft_lm):
     for t in taus:
         (single,) = semsoft_lm.semsoft([req(PROMPTS[0], tau=t)], disable_tqdm=True)
         key = f"{t:g}"
-        np.testing.assert_allclose(swept["semsoft"][key], single["semsoft"][key], atol=1e-6)
-        np.testing.assert_allclose(swept["baseline"], single["baseline"], atol=1e-6)
+        np.testing.assert_allclose(swept.semsoft[key], single.semsoft[key], atol=1e-6)
+        np.testing.assert_allclose(swept.baseline, single.baseline, atol=1e-6)
 
 
 def test_batched_equals_one_by_one(semsoft_lm):
@@ -89,8 +89,8 @@ def test_batched_equals_one_by_one(semsoft_lm):
     batched = semsoft_lm.semsoft([req(p, doc_id=i) for i, p in enumerate(PROMPTS)], disable_tqdm=True)
     for i, p in enumerate(PROMPTS):
         (one,) = semsoft_lm.semsoft([req(p, doc_id=i)], disable_tqdm=True)
-        np.testing.assert_allclose(batched[i]["semsoft"]["0.2"], one["semsoft"]["0.2"], atol=1e-5)
-        np.testing.assert_allclose(batched[i]["baseline"], one["baseline"], atol=1e-5)
+        np.testing.assert_allclose(batched[i].semsoft["0.2"], one.semsoft["0.2"], atol=1e-5)
+        np.testing.assert_allclose(batched[i].baseline, one.baseline, atol=1e-5)
     assert semsoft_lm.batch_size == semsoft_lm_bs
 
 
@@ -107,13 +107,13 @@ def test_first_token_collisions_are_reported_and_separated(semsoft_lm):
     tok = semsoft_lm.encode_choices(ctx, [" " + l for l in labels])[1]
     assert tok[0][0] == tok[1][0] and tok[0][1] != tok[1][1], tok
     (out,) = semsoft_lm.semsoft([req(ctx, labels)], disable_tqdm=True)
-    assert out["collisions"] == [["annoyance", "annoyingly"]]
+    assert out.collisions == [["annoyance", "annoyingly"]]
     lls = semsoft_lm.loglikelihood(
         [Instance("loglikelihood", {}, (ctx, " " + l), i) for i, l in enumerate(labels[:2])], disable_tqdm=True
     )
     if len(tok[0]) == 2 and len(tok[1]) == 2:
-        np.testing.assert_allclose(np.log(out["baseline"][0] / out["baseline"][1]), lls[0][0] - lls[1][0], atol=1e-4)
-    assert out["baseline"][0] != pytest.approx(out["baseline"][1])
+        np.testing.assert_allclose(np.log(out.baseline[0] / out.baseline[1]), lls[0][0] - lls[1][0], atol=1e-4)
+    assert out.baseline[0] != pytest.approx(out.baseline[1])
 
 
 def test_fallback_when_every_weight_is_zero():
@@ -190,7 +190,7 @@ def test_nan_logits_name_the_document(semsoft_lm):
     finally:
         handle.remove()
     (ok,) = semsoft_lm.semsoft([req(PROMPTS[0])], disable_tqdm=True)
-    assert np.isfinite(ok["baseline"]).all()
+    assert np.isfinite(ok.baseline).all()
 
 
 def test_request_and_response_are_typed_with_defaults_in_one_place(semsoft_lm):
@@ -204,7 +204,8 @@ def test_request_and_response_are_typed_with_defaults_in_one_place(semsoft_lm):
     request = SemSoftRequest(choices=(" joy", " anger"), taus=p.taus, top_k=p.top_k, label_embedding=p.label_embedding)
     assert SemSoftRequest.from_dict(request.to_dict()) == request
     (resp,) = semsoft_lm.semsoft([Instance("semsoft", {}, (PROMPTS[0], request.to_dict()), 0)], disable_tqdm=True)
-    r = SemSoftResponse.from_dict(resp)
-    assert r.to_dict() == resp and r.probs("semsoft", p.tau) == resp["semsoft"]["0.2"]
+    assert isinstance(resp, SemSoftResponse)  # parsed once, in the backend
+    r = SemSoftResponse.from_dict(resp.to_dict())  # the logged form reads back to the same response
+    assert r == resp and r.probs("semsoft", p.tau) == resp.semsoft["0.2"]
     with pytest.raises(SemSoftError, match="was not computed"):
         r.probs("semsoft", 0.35)

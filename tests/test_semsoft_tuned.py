@@ -179,10 +179,10 @@ def test_backend_grid_equals_the_main_rows_at_the_same_configuration(semsoft_lm)
         return semsoft_lm.semsoft([inst], disable_tqdm=True)[0]
 
     a, b = ask(0.2, 100, "first"), ask(0.1, 50, "mean")
-    assert set(a["grid"]) == set(tuning.grid_keys(grid))
-    np.testing.assert_allclose(a["grid"]["first/k100/tau0.2"], a["semsoft"]["0.2"], atol=1e-6)
-    np.testing.assert_allclose(a["grid"]["mean/k50/tau0.1"], b["semsoft"]["0.1"], atol=1e-6)
-    assert a["grid"] == b["grid"]
+    assert set(a.grid) == set(tuning.grid_keys(grid))
+    np.testing.assert_allclose(a.grid["first/k100/tau0.2"], a.semsoft["0.2"], atol=1e-6)
+    np.testing.assert_allclose(a.grid["mean/k50/tau0.1"], b.semsoft["0.1"], atol=1e-6)
+    assert a.grid == b.grid
 
 
 @pytest.mark.slow
