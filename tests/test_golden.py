@@ -35,6 +35,8 @@ TOL = 1e-9
 #: cases (a temperature-scaled Pearson) between the machine that wrote the files and an AMD EPYC (AVX-512) one,
 #: with the pre-refactor code giving the same new values there. A refactor bug moves numbers far more.
 HW_TOL = 1e-5
+#: a fitted temperature against the golden one, relative like HW_TOL (see the record comparison)
+TEMPERATURE_RTOL = 1e-4
 
 #: Intended differences from the golden files, and why.
 CHANGED = {
@@ -112,7 +114,11 @@ def _compare_run(case: str, new: dict) -> None:
                 assert "views" not in rec_new, f"{case}/{task}: metrics still log different items per document"
                 rec_new = rec_new["record"]
                 for k, v in rec_old.items():
-                    assert _same(v, rec_new.get(k)), f"{case}/{task}/{flt}/doc {doc_id}: {k} {v} -> {rec_new.get(k)}"
+                    # a fitted temperature is the argmin of a flat NLL: 1e-7 in the inputs moves it by ~1e-5
+                    # relative (seen on civil_ambiguous, 20 documents a fold), while the scaled probabilities it
+                    # yields, the contract, still agree to HW_TOL (checked in this same loop)
+                    tol = TEMPERATURE_RTOL if k == "temperature" else HW_TOL
+                    assert _same(v, rec_new.get(k), tol), f"{case}/{task}/{flt}/doc {doc_id}: {k} {v} -> {rec_new.get(k)}"
                 added = set(rec_new) - set(rec_old)
                 assert added <= CHANGED["qa_record_fields"], f"{case}/{task}: new record fields {added}"
                 for metric, item in entry.get("views", {}).items():

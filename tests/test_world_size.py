@@ -106,7 +106,7 @@ def _worker(rank: int, world: int, port: int, out: Path) -> None:
         dist.barrier()
         dist.destroy_process_group()
     if rank == 0:
-        (out / f"world{world}.json").write_text(json.dumps(got, allow_nan=True, default=str)  # as lm-eval logs resps: str())
+        (out / f"world{world}.json").write_text(json.dumps(got, allow_nan=True, default=str))  # str(), as lm-eval logs resps
 
 
 # ------------------------------------------------------------------------------------------------ the test
