@@ -196,7 +196,8 @@ def test_two_processes_give_the_same_confidence_intervals(runs, task):
 def test_crossfit_rows_are_fitted_on_all_documents(runs):
     """The two folds of the cross-fitted rows are the documents' doc_id parity, over all 41 documents."""
     recs = runs[2]["goemotions_semsoft"]["records"]["semsoft_ts"]
-    folds = {int(d): e["filtered_resps"][0]["fold"] for d, e in recs.items()}
+    # filtered_resps are logged with str(), as lm-eval does: the row's compact JSON
+    folds = {int(d): json.loads(e["filtered_resps"][0])["fold"] for d, e in recs.items()}
     assert folds == {d: d % 2 for d in range(41)}
     temps = {f: {e["record"]["temperature"] for d, e in recs.items() if int(d) % 2 == f} for f in (0, 1)}
     assert all(len(t) == 1 for t in temps.values()), "one temperature per fold, shared by both ranks"
