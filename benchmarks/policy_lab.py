@@ -30,24 +30,26 @@ def _verdict(rows: list[dict], name: str, seconds: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (100: unseen seeds)")
     ap.add_argument("--no-ablation", action="store_true", help="skip the K = 4, 8, 16 table")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    seeds = tuple(range(args.seeds))
+    seeds = tuple(range(args.first_seed, args.first_seed + args.seeds))
     for adv in (True, False):
         res = P.run(seeds=seeds, adversaries=adv, reference=True)
         m = res["_meta"]
         print(f"\n## Policy lab, {'with' if adv else 'without'} the trick forms: {m['n_questions'] // 2} training + "
               f"{m['n_questions'] // 2} held-out questions, 4 prompts × K = {m['K']} per step, {m['steps']} steps, "
-              f"Adam lr {m['lr']}, seeds 0–{args.seeds - 1} (mean ± 95 % t-interval over seeds; held-out; truth by "
+              f"Adam lr {m['lr']}, seeds {seeds[0]}–{seeds[-1]} (mean ± 95 % t-interval over seeds; held-out; truth by "
               "meaning)\n")
         rows = P.summarise(res)
         print(P.format_table(rows))
         print("\n" + _verdict(rows, P.CHOSEN.name, m["seconds"]))
+        print(_verdict(rows, P.LIKELIHOOD.name, m["seconds"]))
         print(_verdict(rows, P.BCE.name, m["seconds"]))
     if not args.no_ablation:
         for K in (4, 16):
-            res = P.run([P.RLVR, P.BCE, P.CHOSEN], seeds=seeds, K=K)
+            res = P.run([P.RLVR, P.BCE, P.LIKELIHOOD, P.CHOSEN], seeds=seeds, K=K)
             rows = P.summarise(res)
             print(f"\n## K = {K} (with the trick forms, 4 prompts × K per step, otherwise as above)\n")
             print(P.format_table(rows))

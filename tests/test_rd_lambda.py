@@ -96,11 +96,35 @@ def test_batch_scaling_cancels_lambda_in_an_all_wrong_batch():
 
 
 @pytest.mark.parametrize("kind", ["wrong", "right", "mixed"])
-def test_likelihood_score_schedules_in_every_batch(kind):
-    """The shipped likelihood score with λ linear 0 → 1: CSR = RLVR at λ = 0; in all-wrong and all-right batches
-    r_cal is 0 for every rollout (nothing to share out), so CSR stays RLVR there at every λ; in the mixed batch
-    the calibration part is λ·(r_cal − group mean), linear in λ."""
+def test_shipped_score_schedules_in_every_batch(kind):
+    """csr.yaml's likelihood_spread score with λ linear 0 → 1: CSR = RLVR at λ = 0; after, the calibration part
+    of the advantage is λ·(r_cal − group mean), linear in λ, in the all-wrong batch (the charge on shared wrong
+    answers: this is where the likelihood score alone is silent) and in the mixed one; in the all-right batch
+    r_cal = K/K − 1 = 0 for every rollout, so CSR stays RLVR there at every λ."""
     csr, rlvr = _cfg("csr", "reward.lambda_schedule=linear"), _cfg("rlvr")
+    assert csr["reward"]["score"] == "likelihood_spread" and csr["reward"]["lambda_max"] == 1.0
+    base = _adv(rlvr, kind, 0)
+    steps = [0, 1, 50, 250, 500]
+    dev = np.array([np.abs(_adv(csr, kind, s) - base).max() for s in steps])
+    if kind == "right":
+        assert dev.max() <= 1e-9
+        return
+    assert dev[0] <= 1e-9 and 0 < dev[1] < 0.01
+    lams = np.array(steps[1:]) / 500
+    assert dev[1:] / lams == pytest.approx([dev[-1]] * 4, rel=1e-4)
+    if kind == "wrong":
+        adv = _adv(csr, kind, 500).reshape(4, 8)
+        # Lyon ×5 (shared wrong answer) is pushed below Nice/Rome (unshared); the empty answer lowest of all;
+        # the one repeated answer (Charlotte Bronte ×8) is charged equally: no signal, like RLVR
+        assert adv[0, 0] < adv[0, 5] and adv[0, 7] < adv[0, 0] and np.abs(adv[2]).max() <= 1e-12
+
+
+@pytest.mark.parametrize("kind", ["wrong", "right", "mixed"])
+def test_likelihood_score_schedules_in_every_batch(kind):
+    """The likelihood score (option, the default before likelihood_spread) with λ linear 0 → 1: CSR = RLVR at
+    λ = 0; in all-wrong and all-right batches r_cal is 0 for every rollout (nothing to share out), so CSR stays
+    RLVR there at every λ; in the mixed batch the calibration part is λ·(r_cal − group mean), linear in λ."""
+    csr, rlvr = _cfg("csr", "reward.lambda_schedule=linear", "reward.score=likelihood"), _cfg("rlvr")
     assert csr["reward"]["score"] == "likelihood" and csr["reward"]["lambda_max"] == 1.0
     base = _adv(rlvr, kind, 0)
     steps = [0, 1, 50, 250, 500]

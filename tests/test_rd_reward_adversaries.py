@@ -64,14 +64,25 @@ def test_likelihood_score_by_hand():
     assert none == [0.0] * 4  # no correct rollout: nothing to share out
 
 
+def test_likelihood_spread_score_by_hand():
+    """csr.yaml's score: a correct rollout earns K/n_c − 1 on top of y; a wrong one is charged the share of its
+    partners that give, or by a shared content word may give, its answer; an empty one −1."""
+    comps = ["Paris", "Lyon", "Lyon, I think", "", "Nice"]
+    out = calibration_reward(["p"] * 5, comps, num_generations=5, score="likelihood_spread",
+                             lambda_schedule="constant", lambda_max=1.0, answers=[[GOLD]] * 5, question=[Q] * 5)
+    # Paris alone correct: 5/1 − 1; each Lyon shares with 1 of its 4 partners (the padding does not hide it)
+    assert out == pytest.approx([4.0, -0.25, -0.25, -1.0, 0.0])
+
+
+@pytest.mark.parametrize("score", ["likelihood", "likelihood_spread"])
 @pytest.mark.parametrize("adversary", list(ADV.ADVERSARIES))
-def test_no_adversary_pays_under_the_likelihood_score(adversary):
+def test_no_adversary_pays_under_the_likelihood_scores(adversary, score):
     table = ADV.policy_table(accuracies=(0.0, 0.25, 0.5), n_groups=10, adversary=adversary, seed=4,
-                             lam=1.0, score="likelihood")
+                             lam=1.0, score=score)
     for a, v in table.items():
         assert v["transformed"] <= v["honest"] + 1e-12, (adversary, a)
     gain = ADV.deviation_gain(adversary, ["Paris", "Lyon", "Lyon", "Paris"], 1, GOLD, Q, lam=1.0, n_draws=4,
-                              score="likelihood")
+                              score=score)
     assert gain <= 1e-12
 
 
@@ -82,10 +93,13 @@ def test_padding_the_gold_keeps_its_likelihood_reward():
     out = calibration_reward(["p"] * 4, comps, num_generations=4, score="likelihood", lambda_schedule="constant",
                              lambda_max=1.0, answers=[[GOLD]] * 4, question=[Q] * 4)
     assert out == pytest.approx([1.0, 1.0, 0.0, 0.0])
+    out = calibration_reward(["p"] * 4, comps, num_generations=4, score="likelihood_spread",
+                             lambda_schedule="constant", lambda_max=1.0, answers=[[GOLD]] * 4, question=[Q] * 4)
+    assert out == pytest.approx([1.0, 1.0, -1 / 3, -1 / 3])  # each Lyon shares with one of three partners
 
 
 def test_empty_answers_never_beat_a_wrong_answer_under_either_score():
-    for score in ("log", "likelihood"):
+    for score in ("log", "likelihood", "likelihood_spread"):
         out = calibration_reward(["p"] * 4, ["Lyon", "", "Paris", "Nice"], num_generations=4, score=score,
                                  answers=[[GOLD]] * 4, question=[Q] * 4)
         assert out[1] <= min(out[0], out[3]), score

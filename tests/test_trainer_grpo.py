@@ -110,9 +110,11 @@ def test_two_grpo_steps_log_every_component(runs, method):
         # linear λ(t) = lambda_max · global_step / max_steps, read when the step's rollouts are scored: 0, then ½·λ_max
         lam_max = cfg["reward"]["lambda_max"]
         assert [r["csr/lambda"] for r in steps] == [0.0, 0.5 * lam_max]
-        # the likelihood score y·(K/n_c − 1) is ≥ 0; the paper's BCE (score: log) is ≤ 0
-        sign = 1 if cfg["reward"]["score"] == "likelihood" else -1
-        assert all(math.isfinite(r["csr/r_cal"]) and sign * r["csr/r_cal"] >= 0 for r in steps)
+        # the ranges of r_cal: likelihood y·(K/n_c − 1) ∈ [0, K−1]; likelihood_spread adds −(1−y)·agreement, so
+        # [−1, K−1]; the paper's BCE (score: log, bounded) [−1, 0]
+        K = cfg["grpo"]["num_generations"]
+        lo, hi = {"likelihood": (0, K - 1), "likelihood_spread": (-1, K - 1), "log": (-1, 0)}[cfg["reward"]["score"]]
+        assert all(math.isfinite(r["csr/r_cal"]) and lo <= r["csr/r_cal"] <= hi for r in steps)
         assert steps[0]["rewards/calibration_reward/mean"] == 0.0  # λ = 0 at the first step
     if method == "rlcr":
         assert all("rlcr/confidence_parsed_frac" in r for r in steps)

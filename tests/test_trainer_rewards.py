@@ -340,11 +340,34 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     assert np.abs(_trainer_advantages(grouped, 1)[28:32]).max() > 0.5
 
 
-def test_shipped_likelihood_advantages_from_the_definition():
-    """csr.yaml as shipped (likelihood score, λ ≡ 1): a group's advantages are y·K/n_c − 1 (0 when n_c = 0), so
-    all-right, all-wrong and all-empty groups stay silent like RLVR's, and a lone correct rollout gets K − 1;
-    with λ linear 0 → 1 the first step equals RLVR and the advantages move by O(λ) after."""
+def test_shipped_likelihood_spread_advantages_by_hand():
+    """csr.yaml as shipped (likelihood_spread, λ ≡ 1): a correct rollout earns K/n_c, a wrong one minus the share
+    of its partners that give (or, by a shared content word, may give) its answer, an empty one −1; advantages
+    are those rewards minus the group mean (scale_rewards: none). Worked by hand for _rollout_batch."""
     csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
+    assert (csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
+        "likelihood_spread", "constant", 1.0)
+    r = np.array([
+        [1, 1, 1, 1],                  # all right: K/n_c = 1
+        [0, 0, 0, 0],                  # all wrong, all different: nobody shares an answer
+        [-1, -1, -1, -1],              # one wrong answer ×4: fully shared
+        [-1, -1, -1, -1],              # all empty
+        [2, 2, 0, 0],                  # Rome ×2 correct (n_c = 2); Milan and Roma share no word with anyone
+        [-1 / 3, -1, 4, -1 / 3],       # Lyon ~ "Lyon city" (1 of 3 partners each), empty −1, Paris alone correct
+        [4, -2 / 3, -2 / 3, -2 / 3],   # Bern alone correct; Zurich ×3 shares with 2 of 3
+        [-1 / 3, -1 / 3, 0, 0],        # Zurich ×2 wrong and shared; Geneva, Basel unshared
+    ])
+    want = (r - r.mean(axis=1, keepdims=True)).reshape(-1)
+    assert _trainer_advantages(csr, 123) == pytest.approx(want, abs=1e-12)
+    # no group with every rollout alike (right, wrong or empty) moves: those stay silent like RLVR's
+    assert np.all(want[:16] == 0)
+
+
+def test_likelihood_advantages_from_the_definition():
+    """The likelihood option (λ ≡ 1): a group's advantages are y·K/n_c − 1 (0 when n_c = 0), so all-right,
+    all-wrong and all-empty groups stay silent like RLVR's, and a lone correct rollout gets K − 1; with λ linear
+    0 → 1 the first step equals RLVR and the advantages move by O(λ) after."""
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4", "reward.score=likelihood"])
     rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
     assert (csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
         "likelihood", "constant", 1.0)

@@ -52,7 +52,7 @@ from trainers.answer_match import overlap_matrix
 from trainers.reward_lab import grpo_advantages
 
 __all__ = ["LabDesign", "PolicyWorld", "make_world", "train", "fit_likelihood", "evaluate", "run", "summarise", "DESIGNS",
-           "CHOSEN"]
+           "CHOSEN", "LIKELIHOOD"]
 
 BASE_FORMS = ("base", "para")
 TRICK_FORMS = ("suffix_1", "suffix_3", "suffix_5", "question_before", "upper", "punct")
@@ -82,8 +82,12 @@ RLVR = LabDesign("RLVR (scale none)", method="rlvr")
 BEFORE = LabDesign("CSR before issue 22: line match, scale batch", match="line", scale_rewards="batch")
 #: the design chosen before this lab existed (span match, scale none, the paper's pairwise BCE, λ linear 0 → ½)
 BCE = LabDesign("CSR BCE: span match, scale none")
-#: the chosen design: the likelihood form at λ ≡ 1, whose GRPO gradient is (pass@K-weighted) ∇ log π(correct)
-CHOSEN = LabDesign("CSR chosen: likelihood, λ ≡ 1", score="likelihood", lambda_schedule="constant", lambda_max=1.0)
+#: the likelihood form at λ ≡ 1, whose GRPO gradient is (pass@K-weighted) ∇ log π(correct): the default before
+#: likelihood_spread; it cannot act in groups with no correct rollout
+LIKELIHOOD = LabDesign("  likelihood, λ ≡ 1", score="likelihood", lambda_schedule="constant", lambda_max=1.0)
+#: the chosen design: likelihood for correct rollouts, a wrong rollout charged its agreement with the group
+CHOSEN = LabDesign("CSR chosen: likelihood_spread, λ ≡ 1", score="likelihood_spread", lambda_schedule="constant",
+                   lambda_max=1.0)
 DESIGNS = [
     RLVR,
     LabDesign("RLVR (scale batch)", method="rlvr", scale_rewards="batch"),
@@ -95,6 +99,8 @@ DESIGNS = [
     LabDesign("  BCE rollout reading", reading="rollout"),
     LabDesign("  Brier rollout reading", reading="rollout", score="brier"),
     LabDesign("  likelihood, λ linear 0 → 1", score="likelihood", lambda_max=1.0),
+    LIKELIHOOD,
+    LabDesign("  likelihood_spread, λ linear 0 → 1", score="likelihood_spread", lambda_max=1.0),
     CHOSEN,
 ]
 

@@ -239,6 +239,7 @@ def evaluate_run(cfg: dict, model_dir: str, proto: dict, out: Path, name: str, t
     cmd = eval_command(cfg, model_dir, proto, eval_dir)
     env = {**os.environ, "SEMCAL_DATA_DIR": str(_data_dir(proto, out)), "PYTHONPATH": str(ROOT)}
     print(f"[protocol] {name}: evaluating on {', '.join(proto['eval']['sets'])}", flush=True)
+    (out / name).mkdir(parents=True, exist_ok=True)  # a `train: false` run has no training folder
     with open(out / name / "eval.log", "w") as log:
         subprocess.run(cmd, check=True, env=env, stdout=log, stderr=subprocess.STDOUT)
     return read_eval(eval_dir, cfg["method"], proto["eval"]["sets"], tok)

@@ -67,7 +67,7 @@ __all__ = [
 
 SCHEDULES = ("linear", "constant", "step")
 READINGS = ("rollout", "pairwise")
-SCORES = ("log", "brier", "likelihood")
+SCORES = ("log", "brier", "likelihood", "likelihood_spread")
 EMPTY_ANSWERS = ("worst", "disagree")
 DEFAULT_EPS = 1e-3
 DEFAULT_READING = "pairwise"
@@ -289,6 +289,15 @@ def group_calibration_scores(
       agreement matrix: for a correct rollout "a partner with the same meaning" is "a correct partner" under a
       consistent judge, and no surface trick changes a judged correctness. ``reading``, ``bounded`` and ``ε``
       change nothing; s ∈ [0, K − 1].
+    - ``score="likelihood_spread"`` (csr.yaml's default): the likelihood score for correct rollouts and the
+      rollout's agreement with its group as a charge for wrong ones,
+      s_j = y_j·(K/n_c − 1) − (1 − y_j)·m_j,   m_j = (1/(K−1)) Σ_{i≠j} A_ji  (unclipped, in [0, 1]),
+      so r = y·K/n_c for a correct rollout and −λ·m_j for a wrong one. The likelihood part cannot act in a
+      group with no correct rollout (its gradient carries the pass@K weight); the charge can: a wrong answer the
+      group repeats is the over-confident one, and moving mass off it lowers the agreement confidence exactly
+      where the policy is wrong. With ``agreement_wrong`` (the trainer's content-word overlap) padding, case or
+      punctuation cannot make a wrong answer look unshared. A wrong rollout never earns more than a correct one
+      (≤ 0 against ≥ 1 at any λ ≥ 0). An empty answer gets −1, the charge of a fully shared wrong answer.
     - Empty answers (``empty`` true: nothing to agree with) never agree with another rollout. With
       ``empty_answer="worst"`` (default) an empty rollout's own score is the worst value of the score
       (−1 bounded, log ε unbounded), so no rollout earns calibration reward by saying nothing; with
@@ -301,7 +310,7 @@ def group_calibration_scores(
         eps: clipping ε ∈ (0, 0.5).
         reading: ``"rollout"`` or ``"pairwise"``.
         empty: G×K booleans, true for an empty answer; None: no empty answers.
-        score: ``"log"`` or ``"brier"``.
+        score: one of :data:`SCORES`.
         bounded: divide the log score by log(1/ε).
         empty_answer: ``"worst"`` or ``"disagree"``.
         agreement_wrong: G×K×K agreement read for the rows of *wrong* rollouts (y_j = 0) instead of
@@ -343,10 +352,13 @@ def group_calibration_scores(
     a = A[:, off].reshape(G, K, K - 1)  # a[g, j, :] = A_ji over partners i ≠ j
     p = np.clip(a.mean(axis=2), eps, 1 - eps)
     yy = y[:, :, None]
-    if score == "likelihood":
+    if score in ("likelihood", "likelihood_spread"):
         n_c = y.sum(axis=1, keepdims=True)
         # an empty answer is never correct, so it earns 0 like any wrong answer: "worst" is that 0
         s, worst = y * (K / np.maximum(n_c, 1.0) - 1.0), 0.0
+        if score == "likelihood_spread":
+            # the wrong rollout's share of partners that give (or may give) its answer; empty: charged fully
+            s, worst = s - (1 - y) * a.mean(axis=2), -1.0
     elif score == "log":
         if reading == "rollout":
             s = y * np.log(p) + (1 - y) * np.log1p(-p)
