@@ -91,7 +91,7 @@ def _auroc(conf, y):
 
 
 TINY = {
-    "runs": {"csr": {"config": "csr.yaml"}, "rd": {"config": "rd.yaml"}},
+    "runs": {"base": {"config": "csr.yaml", "train": False}, "csr": {"config": "csr.yaml"}, "rd": {"config": "rd.yaml"}},
     "common": ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.activation_checkpointing=false", "lora.enabled=true",
                "lora.r=4", "lora.alpha=8", "grpo.num_generations=2", "grpo.per_device_train_batch_size=2",
                "grpo.gradient_accumulation_steps=1", "grpo.max_completion_length=8", "grpo.save_steps=100000",
@@ -104,6 +104,8 @@ TINY = {
 
 @pytest.mark.slow
 def test_protocol_end_to_end_on_smollm2(data_dir, tmp_path):
+    from transformers import AutoTokenizer
+
     from trainers.cli import main
 
     cfg = tmp_path / "tiny.yaml"
@@ -115,11 +117,13 @@ def test_protocol_end_to_end_on_smollm2(data_dir, tmp_path):
     assert report["train"]["questions"] == 4
     for s in PR.EVAL_SETS:
         assert f"## {s} (" in md
+    assert list(report["runs"]) == ["base", "csr", "rd"]
     for name, run in report["runs"].items():
-        assert run["steps"] == 1 and Path(run["model_dir"]).is_dir()
+        # the `train: false` run evaluates the base model (its folder is made for the evaluation alone)
+        assert run["steps"] == (0 if name == "base" else 1) and Path(run["model_dir"]).is_dir()
         for s in PR.EVAL_SETS:
             row = run["sets"][s]
-            assert row["n"] == 2 and row["task"] == f"{s}_{'semagree' if name == 'csr' else 'rd'}"
+            assert row["n"] == 2 and row["task"] == f"{s}_{'rd' if name == 'rd' else 'semagree'}"
             conf = np.array([t[0] for t in row["items"]], float)
             y = np.array([t[1] for t in row["items"]], float)
             toks = [t[2] for t in row["items"]]
@@ -138,3 +142,9 @@ def test_protocol_end_to_end_on_smollm2(data_dir, tmp_path):
         # a run that generated nothing on a set (an untrained RD model can stop at once) has no ratio there
         assert math.isnan(ratios[s]) if den == 0 else ratios[s] == pytest.approx(num / den)
     assert "CSR : other" in md and "csr:rd" in md
+    # read back at a smaller limit: the first documents' rows, metrics recomputed on them
+    tok = AutoTokenizer.from_pretrained(str(report["runs"]["base"]["model_dir"]))
+    one = PR.read_eval(out / "rd" / "eval", "rd", list(PR.EVAL_SETS), tok, limit=1)
+    for s in PR.EVAL_SETS:
+        assert one[s]["n"] == 1 and one[s]["items"] == report["runs"]["rd"]["sets"][s]["items"][:1]
+        assert one[s]["acc"][0] == pytest.approx(one[s]["items"][0][1])

@@ -203,8 +203,9 @@ def _tokens(tok, text: str) -> int:
     return len(tok(text, add_special_tokens=False)["input_ids"])
 
 
-def read_eval(out_dir: Path, method: str, sets: list[str], tok) -> dict:
-    """Per set: metrics with CIs, parse rate and mean tokens, from the run's samples files."""
+def read_eval(out_dir: Path, method: str, sets: list[str], tok, limit: int | None = None) -> dict:
+    """Per set: metrics with CIs, parse rate and mean tokens, from the run's samples files (``limit``: only the
+    first ``limit`` documents, to put a run evaluated on more questions beside the others)."""
     from semcal_eval.core import metric_table as T
     from semcal_eval.runs import find_results, read_samples
 
@@ -216,7 +217,7 @@ def read_eval(out_dir: Path, method: str, sets: list[str], tok) -> dict:
         task = f"{s}_{SUFFIX[mode]}"
         rows = [r for r in read_samples(res.with_name(f"samples_{task}_{stamp}.jsonl")) if r.get("filter") == FILTER[mode]]
         items, triples = [], []
-        for r in sorted(rows, key=lambda r: r["doc_id"]):
+        for r in sorted(rows, key=lambda r: r["doc_id"])[:limit]:
             item = next(r[m] for m in r["metrics"] if isinstance(r.get(m), dict))
             text = r["resps"][0][0] if r["resps"] and r["resps"][0] else ""
             n = _tokens(tok, text)
