@@ -9,14 +9,15 @@ from pathlib import Path
 from transformers import AutoTokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trainers import protocol as PR
-from trainers.train import resolve_model
 src, base_dir, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 rep = json.loads((src / "protocol.json").read_text())
 lim = int(rep["protocol"]["eval"]["limit"])
-tok = AutoTokenizer.from_pretrained(resolve_model("semcal:smollm2-135m"))
-base = json.loads((base_dir / "protocol.json").read_text())["runs"]["base"]
-base["sets"] = PR.read_eval(base_dir / "base" / "eval", "csr", rep["protocol"]["eval"]["sets"], tok, limit=lim)
-base["note"] = f"evaluated on 32 questions per set, read back at the first {lim}"
+base_rep = json.loads((base_dir / "protocol.json").read_text())
+base = base_rep["runs"]["base"]
+tok = AutoTokenizer.from_pretrained(base["model_dir"])  # a `train: false` run's model_dir is the base model
+base["sets"] = PR.read_eval(base_dir / "base" / "eval", base["method"], rep["protocol"]["eval"]["sets"], tok, limit=lim)
+base["note"] = (f"evaluated on {base_rep['protocol']['eval']['limit']} questions per set, read back at the first "
+                f"{lim}")
 rep["runs"] = {"base": base, **rep["runs"]}
 rep["token_ratios"] = PR.summarise(rep["runs"])
 out.parent.mkdir(parents=True, exist_ok=True)

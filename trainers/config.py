@@ -49,7 +49,7 @@ DEFAULTS: dict[str, Any] = {
     # y·K/n_correct, a wrong one is charged its agreement with the group), short-answer matching (match: span), no
     # std scaling of the advantages (grpo.scale_rewards: none). The paper's pairwise BCE (score: log, λ linear
     # 0 → ½; chosen earlier by the tabular reward lab) stays an option: in the policy lab it gave ECE 0.94×
-    # RLVR's, the likelihood score alone 0.64×, likelihood_spread 0.54× (0.57× on unseen seeds 100–119).
+    # RLVR's, the likelihood score alone 0.64×, likelihood_spread 0.54× (0.56× on unseen seeds 100–119).
     "reward": {
         "judge": "f1",
         "judge_kwargs": {},

@@ -350,7 +350,8 @@ def group_calibration_scores(
     # an empty answer agrees with nothing (its own diagonal is ignored anyway)
     A = np.where(e[:, :, None] | e[:, None, :], 0.0, A)
     a = A[:, off].reshape(G, K, K - 1)  # a[g, j, :] = A_ji over partners i ≠ j
-    p = np.clip(a.mean(axis=2), eps, 1 - eps)
+    m = a.mean(axis=2)  # mean partner agreement
+    p = np.clip(m, eps, 1 - eps)
     yy = y[:, :, None]
     if score in ("likelihood", "likelihood_spread"):
         n_c = y.sum(axis=1, keepdims=True)
@@ -358,7 +359,7 @@ def group_calibration_scores(
         s, worst = y * (K / np.maximum(n_c, 1.0) - 1.0), 0.0
         if score == "likelihood_spread":
             # the wrong rollout's share of partners that give (or may give) its answer; empty: charged fully
-            s, worst = s - (1 - y) * a.mean(axis=2), -1.0
+            s, worst = s - (1 - y) * m, -1.0
     elif score == "log":
         if reading == "rollout":
             s = y * np.log(p) + (1 - y) * np.log1p(-p)
