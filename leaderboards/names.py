@@ -17,7 +17,7 @@ from .errors import SubmissionError
 __all__ = ["MAX_MODEL_NAME", "KNOWN_METHODS", "model_name", "method", "submitter", "check_text", "check_looks"]
 
 MAX_MODEL_NAME = 200
-KNOWN_METHODS = ("base", "semsoft", "temperature", "csr", "rlvr", "rlcr")
+KNOWN_METHODS = ("base", "semsoft", "temperature", "csr", "csr_likelihood", "csr_spread", "rlvr", "rlcr", "rd")
 _METHOD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}")
 #: Categories refused anywhere in a name: Cc control (C0, DEL, C1), Cf format (bidi controls, zero-width
 #: space/joiners, BOM, soft hyphen), Zl/Zp line and paragraph separators, Co private use, Cn unassigned, Cs.

@@ -59,12 +59,10 @@ from .stages import (ATOL, RTOL, SCORING_METADATA, Coverage, RunShape, check_dat
 #: Degenerate confidence: std below this, or at least this share of documents in one ECE bin.
 DEGENERATE_STD = 1e-3
 DEGENERATE_BIN_SHARE = 0.95
-#: Roles without a bootstrap CI on the board: AUROC has no per-document loss, so its CI would be
-#: CI_N_BOOT sklearn calls per row, dominating the submit time.
-NO_CI_ROLES = ("auroc",)
-#: Table metrics stored with a row besides its role columns (in board.json, not shown as columns), where they
-#: apply to the record kind.
-BOARD_EXTRAS = ("macro_f1", "auroc_class", "brier_conf", "soft_brier", "soft_ece", "soft_nll")
+#: The board's metric columns are the metric table's (semcal_eval.core.metric_table): each role's metric
+#: (ROLES), the roles shown without a CI and the extra metrics stored with a row; named here for the site.
+NO_CI_ROLES = T.BOARD_NO_CI_ROLES
+BOARD_EXTRAS = T.BOARD_EXTRAS
 
 
 @dataclass
@@ -114,13 +112,14 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
     sum_k (p_k - t_k)^2, NLL = -log p_gold; for confidence records (QA ``{conf, correct}``) ECE = 10-bin ECE,
     Brier = mean (conf - correct)^2, NLL = binary cross-entropy; AUROC of the confidence for correct vs wrong
     and accuracy for both. ``<role>_ci_lo/_ci_hi``: the table's percentile bootstrap (every role but
-    :data:`NO_CI_ROLES`); ``n_bins``: the headline ECE's bins (:data:`metric_table.ROLE_BINS`).
+    :data:`metric_table.BOARD_NO_CI_ROLES`); ``n_bins``: the headline ECE's bins (:data:`metric_table.ROLE_BINS`);
+    the extras of :data:`metric_table.BOARD_EXTRAS` that apply (:func:`metric_table.board_metric_names`).
     """
     roles = T.ROLES[kind]
-    ci_names = [m for role, m in roles.items() if role not in NO_CI_ROLES]
+    names, ci_names = T.board_metric_names(kind)
     try:
         a = to_arrays(items)
-        vals = T.compute_all(a, [*roles.values(), *BOARD_EXTRAS], ci_names=ci_names)
+        vals = T.compute_all(a, names, ci_names=ci_names)
     except (ValueError, TypeError, KeyError) as e:
         raise SubmissionError(f"{where}: {e}") from e
     out: dict = {"n_bins": T.ROLE_BINS[kind]}
@@ -128,7 +127,7 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
         out[role] = vals[m]
         if f"{m}_ci_lo" in vals:
             out[f"{role}_ci_lo"], out[f"{role}_ci_hi"] = vals[f"{m}_ci_lo"], vals[f"{m}_ci_hi"]
-    for extra in BOARD_EXTRAS:
+    for extra in T.BOARD_EXTRAS:
         if extra in vals and extra not in roles.values():
             out[extra] = vals[extra]
     return out, np.asarray(a.conf, dtype=np.float64), np.asarray(a.correct, dtype=np.float64)

@@ -21,12 +21,14 @@ Loopback only (127.0.0.1), GET and HEAD only, regular files under the site folde
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import http.server
 import mimetypes
 import os
 import posixpath
 import re
+import signal
 import socket
 import stat
 import sys
@@ -267,8 +269,38 @@ def serve(site: str | Path, port: int) -> int:
         return 2
     with httpd:
         print(f"Serving {site} at http://{HOST}:{httpd.server_address[1]}/", flush=True)
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+        with _stop_on_signals():
+            try:
+                httpd.serve_forever()
+            except _Stop:
+                pass
     return 0
+
+
+class _Stop(Exception):
+    """Raised by the SIGINT/SIGTERM handler of :func:`serve` to leave ``serve_forever``."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGINT and SIGTERM end :func:`serve` cleanly, whatever dispositions the process inherited.
+
+    Python turns SIGINT into KeyboardInterrupt only when SIGINT was not ignored at start-up, and a process that
+    a non-interactive shell starts in the background inherits SIGINT *ignored*: there Ctrl-C (or ``kill -INT``)
+    did nothing and the server outlived its caller. Handlers installed here make both signals stop it; the
+    previous handlers come back afterwards. Signal handlers can only be set from the main thread; elsewhere
+    (a server run in a thread) the caller stops it with ``shutdown()``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _Stop(signal.Signals(signum).name)
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -250,6 +250,7 @@ def check_crossfit(results_path: Path) -> dict:
     import numpy as np
 
     from semcal_eval.core import recalibration
+    from semcal_eval.core.crossfit import splits
     from semcal_eval.core.records import first_gold
 
     out = {}
@@ -263,10 +264,8 @@ def check_crossfit(results_path: Path) -> dict:
                 raise SubmissionError(f"{task}: filter {ts} covers other documents than {source}; rejected")
             probs = np.asarray([rows[source][i]["probs"] for i in ids], dtype=float)
             labels = np.asarray([first_gold(rows[source][i]["gold"]) for i in ids])
-            fold = np.arange(len(ids)) % 2
             worst = (-1.0, None)
-            for f in (0, 1):
-                fit_on, apply_to = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+            for _, fit_on, apply_to in splits(len(ids)):  # the filter's folds (semcal_eval.core.crossfit)
                 try:
                     with warnings.catch_warnings():  # a fit at its bound is the run's business, not the check's
                         warnings.simplefilter("ignore")
@@ -336,6 +335,7 @@ def check_tuned_row(results_path: Path) -> dict:
     configuration for every record, ``tuned_fold`` null) or cross-fitted (documents sorted by id, fold =
     position % 2 as the filter does, one configuration per fold). A record that names another configuration
     than its fold's — a per-document choice — is rejected. Returns {task: {fold: configuration}} (stored)."""
+    from semcal_eval.core.crossfit import fold_of
 
     out = {}
     for task, samples in _task_samples(results_path):
@@ -347,7 +347,7 @@ def check_tuned_row(results_path: Path) -> dict:
             r = rows[doc]
             key = _tuned_key(task, doc, r["tuned"], r["tuned_how"])
             fold = r["tuned_how"][3]
-            want_fold = None if key[3] == "validation" else pos % 2
+            want_fold = None if key[3] == "validation" else fold_of(pos)
             if fold != want_fold:
                 raise SubmissionError(
                     f"{task} document {doc} (filter {TUNED_FILTER}): tuned_fold {fold} but a {key[3]} choice puts "

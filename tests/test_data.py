@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -173,11 +174,57 @@ def test_missing_split_files_are_named():
 
 @needs_mirror
 def test_msmarco_local_mirror_explains_hub_need():
+    """Only the test sample has questions: another split names dev_as_references.json (no query text), the
+    hub-schema file that would provide it and the split that exists."""
     with pytest.raises(D.MissingSplitFileError, match="no query text") as e:
         D.load("msmarco", "validation", data_dir=MIRROR)
-    assert "dev_as_references.json" in str(e.value) and "validation.jsonl" in str(e.value)
-    with pytest.raises(D.MissingSplitFileError):
-        D.load("msmarco", data_dir=MIRROR)
+    msg = str(e.value)
+    assert "dev_as_references.json" in msg and "validation.jsonl" in msg
+    assert "msmarco_v1.1_test_qa_1000.parquet" in msg and "available under this data dir: test." in msg
+    assert sorted(D.load("msmarco", data_dir=MIRROR)) == ["test"]  # split=None: every split the mirror has
+
+
+@needs_mirror
+def test_msmarco_local_test_sample_from_the_parquet():
+    """msmarco_v1.1_test_qa_1000.parquet (SOURCE.md: 1,000 rows; 877 with one answer, 116 with two, 7 with
+    three): the hub schema, every row kept, answers = generation_gt lists, re-read with pyarrow here."""
+    import pyarrow.parquet as pq
+
+    path = MIRROR / "msmarco" / "msmarco_v1.1_test_qa_1000.parquet"
+    ref = pq.read_table(path).to_pylist()
+    ds = D.load("msmarco", "test", data_dir=MIRROR)
+    assert_hub_schema(ds, "msmarco")
+    assert len(ref) == len(ds) == 1000 and D.skipped_rows(ds) == 0
+    assert ds["query"] == [r["query"] for r in ref]
+    assert ds["answers"] == [list(r["generation_gt"]) for r in ref]
+    assert ds["query_id"] == [r["qid"] for r in ref]
+    assert sorted(Counter(len(a) for a in ds["answers"]).items()) == [(1, 877), (2, 116), (3, 7)]
+    assert all(isinstance(a, str) and a for answers in ds["answers"] for a in answers)
+    assert ds[0]["query"] == "does human hair stop squirrels" and ds[0]["answers"] == ["Yes"]
+    assert ds[0]["passages"] == {"is_selected": [], "passage_text": [], "url": []} and ds[0]["query_type"] is None
+    # every row is a scorable QA example (no "No Answer Present." row in the sample)
+    from semcal_eval.data.fields import qa_example
+
+    assert sum(qa_example("msmarco", r) is not None for r in ds) == 1000
+    assert qa_example("msmarco", ds[2]) == ("what is a apothem", ref[2]["generation_gt"])
+
+
+@needs_mirror
+def test_msmarco_lm_eval_hook_evaluates_the_mirrors_test_sample(caplog):
+    """The QA tasks name no split: from the mirror they get its test sample (logged), from a folder that has
+    the standard validation split (the fixture) that split, and a named split is always honoured."""
+    with caplog.at_level(logging.INFO, logger="semcal_eval.data"):
+        dd = D.lm_eval_dataset("msmarco", data_dir=MIRROR)
+    assert len(dd["eval"]) == 1000 and dd["eval"][0]["query_id"] == 0
+    assert "has no 'validation' split; evaluating its 'test' split" in caplog.text
+    assert len(D.lm_eval_dataset("msmarco", data_dir=FIXTURES)["eval"]) == 4  # validation.jsonl
+    with pytest.raises(D.MissingSplitFileError, match="no query text"):
+        D.lm_eval_dataset("msmarco", split="validation", data_dir=MIRROR)
+    # the QA task's own hook: 1,000 documents with the question and gold list the tasks read
+    from semcal_eval.qa.task import load as qa_load
+
+    docs = qa_load(qa_dataset="msmarco", data_dir=str(MIRROR))["eval"]
+    assert len(docs) == 1000 and docs[0]["qa_question"] == "does human hair stop squirrels"
 
 
 @needs_mirror

@@ -112,7 +112,7 @@ def test_confidence_record_views():
     recs, conf, correct, em, ent = _qa_records()
     assert A.aggregate("acc", recs) == pytest.approx(correct.mean())
     assert A.aggregate("em", recs) == pytest.approx(em.mean())
-    assert A.aggregate("ece_uw10_entropy", recs) == M.ece(ent, correct, 10)
+    assert A.aggregate("ece_uw10_entropy", recs) == M.calibration_error(y_true=correct, y_prob=ent, n_bins=10)
     assert A.aggregate("auroc_conf_entropy", recs) == pytest.approx(roc_auc_score(correct, ent))
     assert A.aggregate("brier_conf_entropy", recs) == pytest.approx(np.mean((ent - correct) ** 2))
     with pytest.raises(ValueError, match="lacks 'conf'/'conf_parsed'"):

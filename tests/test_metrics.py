@@ -1,4 +1,4 @@
-"""semcal_eval.core.metrics against sklearn/scipy, hand-computed cases and edge cases."""
+"""semcal_eval.core.metrics against sklearn/scipy, hand-computed cases and edge cases; the argument order."""
 
 import math
 import warnings
@@ -10,6 +10,10 @@ from sklearn.metrics import brier_score_loss, f1_score, log_loss, roc_auc_score
 
 from semcal_eval.core import metrics as m
 from semcal_eval.core.metrics import SemcalMetricWarning
+
+# Most tests call the metrics in the old positional order on purpose: it must keep working. Its deprecation
+# warning is checked by test_old_positional_order_still_works_and_warns_once.
+pytestmark = pytest.mark.filterwarnings("ignore:.*by position is deprecated:DeprecationWarning")
 
 
 def _rand_probs(n, k, seed=0, temp=1.0):
@@ -29,6 +33,11 @@ def _naive_ece(conf, correct, n_bins):
         if sel.any():
             tot += sel.sum() / n * abs(conf[sel].mean() - correct[sel].mean())
     return tot
+
+
+def _em15(conf, correct):
+    """ECE with 15 equal-mass bins (the table's ece_em15)."""
+    return m.calibration_error(y_true=correct, y_prob=conf, n_bins=15, scheme="mass")
 
 
 # ---------------------------------------------------------------- binning
@@ -93,24 +102,14 @@ def test_equal_mass_bins():
     ref = sum(
         len(ch) / 150 * abs(conf[ch].mean() - correct[ch].mean()) for ch in np.array_split(order, 15)
     )
-    assert m.ece_em15(conf, correct) == pytest.approx(ref)
+    assert _em15(conf, correct) == pytest.approx(ref)
     # permutation invariance, and ties never split across bins
     perm = rng.permutation(150)
-    assert m.ece_em15(conf[perm], correct[perm]) == pytest.approx(m.ece_em15(conf, correct))
+    assert _em15(conf[perm], correct[perm]) == pytest.approx(_em15(conf, correct))
     tied = np.r_[np.full(60, 1.0), rng.uniform(size=40)]
     idx = m.bin_indices(tied, 15, "mass")
     assert len(set(idx[:60].tolist())) == 1
     assert m.bin_indices([0.3] * 5, 15, "mass").tolist() == [0] * 5
-
-
-def test_named_wrappers():
-    p, rng = _rand_probs(300, 4, seed=3)
-    y = rng.integers(0, 4, 300)
-    c, _, corr = m.top_label(p, y)
-    assert m.ece_uw15(c, corr) == m.ece(c, corr, 15, "uniform")
-    assert m.ece_uw10(c, corr) == m.ece(c, corr, 10, "uniform")
-    assert m.ece_em15(c, corr) == m.ece(c, corr, 15, "mass")
-    assert m.ece_uw10(c, corr) != m.ece_uw15(c, corr)
 
 
 # ---------------------------------------------------------------- validation
@@ -333,7 +332,7 @@ def test_macro_f1_vs_sklearn_keeps_all_classes():
 
 def test_n_equals_one():
     assert m.ece([0.7], [1]) == pytest.approx(0.3)
-    assert m.ece_em15([0.7], [1]) == pytest.approx(0.3)
+    assert _em15([0.7], [1]) == pytest.approx(0.3)
     assert m.aurc([0.7], [0]) == 1.0
     assert m.brier_multiclass([[0.6, 0.4]], [0]) == pytest.approx(0.32)
     assert m.classwise_ece([[0.6, 0.4]], [0]) == pytest.approx(0.4)
@@ -391,3 +390,121 @@ def test_integer_one_hot_labels_are_read_as_one_hot():
         m.gold_matrix(np.array([[0, 2, 1]]), 3)
     # lists of lists stay lists of acceptable gold indices
     assert m.gold_matrix([[1, 0, 0]], 3).tolist() == [[True, True, False]]
+
+
+# ---------------------------------------------------------------- calibration_error (one function, three norms)
+
+
+def _sklearn_binned(conf, correct, n_bins):
+    """(weights, |acc - conf|) of the non-empty equal-width bins: per-bin means from scikit-learn's
+    calibration_curve, bin sizes counted by hand on the documented bins [0, 1/M], ((b-1)/M, b/M]."""
+    from sklearn.calibration import calibration_curve
+
+    acc, mean_conf = calibration_curve(correct, conf, n_bins=n_bins, strategy="uniform")
+    counts = []
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        k = int(np.sum(((conf > lo) | (b == 0)) & (conf <= hi)))
+        if k:
+            counts.append(k)
+    return np.asarray(counts) / len(conf), np.abs(acc - mean_conf)
+
+
+@pytest.mark.parametrize("n_bins", [1, 5, 10, 15])
+def test_calibration_error_norms_against_sklearn_calibration_curve(n_bins):
+    rng = np.random.default_rng(11)
+    conf = rng.uniform(size=400)
+    correct = (rng.uniform(size=400) < conf**2).astype(int)  # overconfident
+    w, gap = _sklearn_binned(conf, correct, n_bins)
+    assert len(w) == len(gap) and w.sum() == pytest.approx(1.0)
+    ce = lambda norm: m.calibration_error(y_true=correct, y_prob=conf, norm=norm, n_bins=n_bins)  # noqa: E731
+    assert ce("l1") == pytest.approx(float(np.sum(w * gap)), abs=1e-12)
+    assert ce("l2") == pytest.approx(math.sqrt(float(np.sum(w * gap**2))), abs=1e-12)
+    assert ce("max") == pytest.approx(float(gap.max()), abs=1e-12)
+    assert ce("l1") == pytest.approx(_naive_ece(conf, correct, n_bins), abs=1e-12)
+
+
+def test_calibration_error_hand_values():
+    # the hand case of test_ece_hand_computed, 4 bins: gaps .2, .6, .4, 0, each weight 1/4
+    y, c = [0, 1, 1, 1], [0.2, 0.4, 0.6, 1.0]
+    assert m.calibration_error(y_true=y, y_prob=c, n_bins=4) == pytest.approx(0.3)
+    assert m.calibration_error(y_true=y, y_prob=c, n_bins=4, norm="l2") == pytest.approx(math.sqrt(0.14))
+    assert m.calibration_error(y_true=y, y_prob=c, n_bins=4, norm="max") == pytest.approx(0.6)
+    # perfectly calibrated bins: 0 under every norm; one document: |conf - correct|
+    for norm in m.NORMS:
+        assert m.calibration_error(y_true=[1, 0], y_prob=[1.0, 0.0], norm=norm) == 0.0
+        assert m.calibration_error(y_true=[1], y_prob=[0.7], norm=norm) == pytest.approx(0.3)
+    # the three names are the three norms (the values of the docstring's hand check)
+    y3, c3 = [1, 0, 0], [0.9, 0.8, 0.1]
+    assert m.ece(y_true=y3, y_prob=c3, n_bins=2) == pytest.approx(0.8 / 3)
+    assert m.rms_ce(y_true=y3, y_prob=c3, n_bins=2) == pytest.approx(math.sqrt(0.01 / 3 + 2 * 0.1225 / 3))
+    assert m.mce(y_true=y3, y_prob=c3, n_bins=2) == pytest.approx(0.35)
+
+
+def test_calibration_error_takes_its_data_by_keyword_only():
+    with pytest.raises(TypeError):
+        m.calibration_error([1, 0], [0.9, 0.2])  # no positional order to get wrong
+    with pytest.raises(ValueError, match="norm"):
+        m.calibration_error(y_true=[1], y_prob=[0.5], norm="l3")
+    with pytest.raises(ValueError, match="y_prob must lie in"):
+        m.calibration_error(y_true=[1], y_prob=[1.5])
+    with pytest.raises(ValueError, match="y_true must be 0/1"):
+        m.calibration_error(y_true=[0.5], y_prob=[0.5])
+
+
+# ---------------------------------------------------------------- scikit-learn's argument names
+
+
+def test_sklearn_names_give_sklearns_numbers():
+    rng = np.random.default_rng(12)
+    conf = rng.uniform(0.01, 0.99, size=300)
+    correct = (rng.uniform(size=300) < conf).astype(int)
+    assert m.brier_confidence(y_true=correct, y_prob=conf) == pytest.approx(brier_score_loss(correct, conf))
+    assert m.nll_confidence(y_true=correct, y_prob=conf) == pytest.approx(log_loss(correct, conf))
+    assert m.auroc_confidence(y_true=correct, y_prob=conf) == pytest.approx(roc_auc_score(correct, conf))
+    p, rng = _rand_probs(200, 4, seed=13)
+    y = rng.integers(0, 4, 200)
+    assert m.nll_multiclass(y_true=y, y_prob=p) == pytest.approx(log_loss(y, p, labels=range(4)))
+    t = rng.uniform(size=200)
+    assert m.brier_soft(y_true=t, y_prob=p[:, 1]) == pytest.approx(np.mean((p[:, 1] - t) ** 2))
+
+
+def test_old_positional_order_still_works_and_warns_once(monkeypatch):
+    monkeypatch.setattr(m, "_ORDER_WARNED", set())
+    c, y = [0.9, 0.8, 0.1], [1, 0, 0]
+    with pytest.warns(DeprecationWarning, match=r"ece\(y_true=correct, y_prob=conf"):
+        old = m.ece(c, y, 2)
+    assert old == m.ece(y_true=y, y_prob=c, n_bins=2) == pytest.approx(0.8 / 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert m.ece(c, y, 2) == old  # one warning per function and process
+        assert m.ece(conf=c, correct=y, n_bins=2) == old  # the old names by keyword: unambiguous, no warning
+        assert m.brier_multiclass(y_true=[0, 1], y_prob=[[0.5, 0.5], [1.0, 0.0]]) == 1.25
+
+
+def test_the_two_orders_cannot_be_mixed_or_swapped_silently():
+    c, y = [0.9, 0.8, 0.1], [1, 0, 0]
+    with pytest.raises(TypeError, match="both y_true= and y_prob="):
+        m.ece(y_true=y)
+    with pytest.raises(TypeError, match="not both"):
+        m.ece(c, y_prob=c, y_true=y)
+    with pytest.raises(TypeError, match="not both"):
+        m.brier_multiclass(probs=[[0.5, 0.5]], y_true=[0], y_prob=[[0.5, 0.5]])
+    # scikit-learn's positional order (y_true, y_prob) given to the old positional signature is refused
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(ValueError, match="correct must be 0/1"):
+            m.ece(y, c)
+        with pytest.raises(ValueError, match="probs must be 2-D"):
+            m.brier_multiclass([0, 1], [[0.5, 0.5], [1.0, 0.0]])
+
+
+def test_public_validators_and_target():
+    assert m.check_probs([[0.25, 0.75]]).tolist() == [[0.25, 0.75]]
+    with pytest.raises(ValueError, match="sum to 1"):
+        m.check_probs([[0.5, 0.6]])
+    assert m.check_unit([1.0000001, 0.0], "conf").tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match="flag must be 0/1"):
+        m.check_binary([0.5], "flag")
+    # the normalised multi-hot target, by hand
+    assert m.gold_target(np.array([[True, False, True], [False, True, False]])).tolist() == [[0.5, 0, 0.5], [0, 1, 0]]

@@ -244,7 +244,16 @@ def test_score_question_record():
     assert rec["cluster_ids"] == [0, 1, 2, 0, 1]  # greedy opened cluster 0
     assert rec["greedy_cluster"] == 0
     assert rec["conf"] == pytest.approx(2 / 5)
-    assert rec["correct"] == 1 and rec["em"] == 0 and rec["f1"] == pytest.approx(2 / 3)
+    # default correctness is strict (semcal_eval.qa.grading): "William Shakespeare" adds a word to the gold
+    # "Shakespeare", so it is wrong; token-F1 (2/3 ≥ ½, the rule before issue 31) still accepts it
+    assert rec["correct"] == 0 and rec["em"] == 0 and rec["f1"] == pytest.approx(2 / 3)
+    f1 = score_question(Q, "William Shakespeare", ["Shakespeare", "Marlowe", "", "william shakespeare", "Marlowe"],
+                        ["Shakespeare", "The Bard"], F1Judge(), correctness="f1")
+    assert f1["correct"] == 1 and {k: v for k, v in f1.items() if k != "correct"} == {
+        k: v for k, v in rec.items() if k != "correct"}
+    # a dressed gold alias is correct under the strict rule: case, punctuation, a lead-in
+    bard = score_question(Q, "The answer is: the Bard!", ["x", "y"], ["Shakespeare", "The Bard"], F1Judge())
+    assert bard["correct"] == 1 and bard["em"] == 0
     ref_se = -(2 * 0.4 * math.log(0.4) + 0.2 * math.log(0.2))
     assert rec["semantic_entropy"] == pytest.approx(ref_se)
     assert rec["conf_entropy"] == pytest.approx(1 - ref_se / math.log(5))
@@ -299,12 +308,14 @@ def _qa_imports(module: str) -> set[str]:
 
 
 def test_qa_modules_depend_downward_only():
-    """answers <- judges, agreement, verbalized; task on top; nothing imports task or forms a cycle."""
+    """answers <- grading <- judges; agreement on answers and grading; verbalized on answers; task on top;
+    nothing imports task or forms a cycle."""
     assert _qa_imports("answers") == set()
     assert _qa_imports("prompts") == set()
-    assert _qa_imports("judges") == {"answers"}
+    assert _qa_imports("grading") == {"answers"}
+    assert _qa_imports("judges") == {"answers", "grading"}
     assert _qa_imports("verbalized") == {"answers"}
-    assert _qa_imports("agreement") == {"answers"}
+    assert _qa_imports("agreement") == {"answers", "grading"}
     assert _qa_imports("estimators") == {"answers"}
     assert _qa_imports("ptrue") == set()
     assert "task" not in _qa_imports("__init__")

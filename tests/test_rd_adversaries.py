@@ -1,175 +1,195 @@
-"""Issue 22, item 1: no surface trick on a wrong answer earns more total CSR reward than the answer itself.
-
-The adversaries (trainers/adversaries.py) run through the trainer's own reward functions; the short-answer
-matching is checked against a reference written here from its definition (no model, fast)."""
+"""Issue 31 item 4: the trick grammar of trainers/adversaries.py does what each rule claims; the paper's CSR reward
+(csr.yaml, through the trainer's reward functions) equals a reference written here from its formula; no trick
+makes a wrong answer correct; and the size of what the paper's BCE pays a wrong rollout for scattering is stated
+by hand (an exploit of the paper's reward, measured, not hidden). Fast, no model."""
 
 from __future__ import annotations
 
 import math
-import re
-import string
 
 import numpy as np
 import pytest
 
+from semcal_eval.qa.answers import fold
+from semcal_eval.qa.grading import grade, same_answer
 from trainers import adversaries as ADV
-from trainers.rewards import calibration_reward, correctness_reward
+from trainers.config import load_config
+from trainers.rewards import correctness_reward
 
 Q = "What is the capital of France?"
-EPS = 1e-3
+GOLD = "Paris"
+ANSWERS = ("Lyon", "New York", "wrong12x3", "Paris")
 
 
-def cols(k, gold="Paris", q=Q):
+def cols(k, gold=GOLD, q=Q):
     return dict(answers=[[gold]] * k, question=[q] * k)
 
 
-# ------------------------------------------------------------------------------------------------ reference
+# ------------------------------------------------------------------------------------------------ the grammar
 
 
-def _norm_tokens(s: str) -> list[str]:
-    s = "".join(ch for ch in s.lower() if ch not in string.punctuation)
-    return [t for t in s.split() if t not in ("a", "an", "the")]
+@pytest.mark.parametrize("name", list(ADV.GRAMMAR))
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_each_trick_does_what_it_claims(name, answer):
+    trick = ADV.GRAMMAR[name]
+    rng = np.random.default_rng(7)
+    gold = "Rome" if answer == GOLD else GOLD  # a wrong answer for "gold" tricks, the gold itself otherwise
+    t = trick(answer, gold, Q, rng)
+    if name != "lower" or answer != answer.lower():
+        assert t != answer, (name, answer)
+    if trick.kind == "surface":
+        # the same answer for the strict judge and the grader
+        assert same_answer(t, answer) and grade(t, [answer]), (name, answer, t)
+    else:
+        assert not same_answer(t, answer) and not grade(t, [answer]), (name, answer, t)
+    if trick.kind == "gold":
+        assert gold in t and not grade(t, [gold]), (name, t)  # mentions the gold, and is still wrong
+    # deterministic given the generator
+    assert trick(answer, gold, Q, np.random.default_rng(7)) == t
 
 
-def _key(ans: str, q: str) -> list[str]:
-    t, r = _norm_tokens(ans), _norm_tokens(q)
-    out, i = [], 0
-    while i < len(t):
-        if r and t[i : i + len(r)] == r:
-            i += len(r)
-        else:
-            out.append(t[i])
-            i += 1
-    return out
+def test_homoglyph_and_accent_differ_as_strings_but_fold_equal():
+    for a in ("Lyon", "New York", "wrong12x3"):
+        h, c = ADV.homoglyph(a), ADV.accent(a)
+        assert h != a and c != a
+        assert fold(h) == fold(a) == fold(c)
+        assert any("\u0400" <= ch <= "\u04ff" for ch in h)  # Cyrillic letters
+    assert ADV.accent("Lyon") == "Lyón" and ADV.homoglyph("Lyon") == "Lуоn"
 
 
-def _f1(a: list[str], b: list[str]) -> float:
-    common = sum(min(a.count(w), b.count(w)) for w in set(a))
-    if not common:
-        return 0.0
-    p, r = common / len(a), common / len(b)
-    return 2 * p * r / (p + r)
+def test_translations_are_other_answers():
+    assert ADV.translate("Paris") == "Parigi" and ADV.translate("PARIS") == "Parigi"
+    rng = np.random.default_rng(0)
+    seen = {ADV.translate("Paris", rng) for _ in range(30)}
+    assert seen == set(ADV.TRANSLATIONS["paris"])  # Parigi, Parí, 巴黎
+    for a in ("Paris", "Lyon", "New York", "wrong12x3", "amo"):
+        for t in {ADV.translate(a, np.random.default_rng(s)) for s in range(5)}:
+            assert fold(t) != fold(a) and not same_answer(t, a) and not grade(t, [a]), (a, t)
+    assert ADV.transliterate("wrong3x2") == "вронг3кс2"
 
 
-def reference_rcal(comps, gold, q, lam):
-    """λ·r_cal from the definition: short answer = key cut to 1 + len(gold key); y = F1(short, gold) ≥ ½;
-    a correct rollout's partner agrees iff F1 of short answers ≥ ½; a wrong rollout's partner agrees iff
-    the content words (not stopwords, not question words; or the key when none) intersect, or F1 ≥ ½."""
-    from trainers.answer_match import STOPWORDS
+def test_gold_tricks_need_the_gold_and_unknown_names_fail():
+    with pytest.raises(ValueError, match="gold"):
+        ADV.transform("list_or", "Lyon", Q, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="unknown trick"):
+        ADV.transform("telepathy", "Lyon", Q, np.random.default_rng(0))
+    assert ADV.transform("list_either", "Lyon", Q, np.random.default_rng(0), gold=GOLD) == "either Lyon or Paris"
+    assert ADV.transform("negation", "Lyon", Q, np.random.default_rng(0), gold=GOLD) == "not Paris"
+    assert set(ADV.ADVERSARIES) == set(ADV.SURFACE + ADV.CONTENT)
 
+
+# ------------------------------------------------------------------------------------------------ the paper's CSR
+
+
+def test_reward_options_are_the_shipped_configs():
+    for method in ("csr", "csr_likelihood", "csr_spread"):
+        opts = ADV.reward_options(method)
+        r = load_config(f"trainers/configs/{method}.yaml")["reward"]
+        assert opts["method"] == method
+        for k in ("score", "reading", "bounded", "eps", "empty_answer", "agreement_wrong", "judge",
+                  "lambda_schedule", "lambda_max", "lambda_min"):
+            assert opts[k] == r[k], (method, k)
+    # issue 31: csr is the paper's reward
+    p = ADV.reward_options("csr")
+    assert (p["score"], p["reading"], p["bounded"], p["eps"], p["empty_answer"], p["judge"], p["agreement_wrong"],
+            p["lambda_schedule"], p["lambda_min"], p["lambda_max"]) == (
+        "log", "pairwise", False, 1e-3, "disagree", "strict", "judge", "linear", 0.0, 0.1)
+
+
+def paper_rcal(comps: list[str], gold: str, q: str, lam: float, eps: float) -> tuple[list[float], list[float]]:
+    """λ·r_cal of the paper, from its formula: y_j = J(C_j, C*) (the grader), a_ji = clip(J(C_j, C_i), ε, 1−ε)
+    with J the strict judge (an empty answer agrees with nothing), r_cal,j = mean_{i≠j} [y_j log a_ji +
+    (1 − y_j) log(1 − a_ji)] in nats."""
     K = len(comps)
-    budget = len(_key(gold, q)) + 1
-    keys = [_key(c.split("\n")[0], q) for c in comps]
-    short = [k[:budget] for k in keys]
-    y = [bool(s) and _f1(s, _key(gold, q)) >= 0.5 for s in short]
-    qw = set(_norm_tokens(q))
-
-    def content(c, k):
-        spaced = _key(re.sub("[" + re.escape(string.punctuation) + "]", " ", c), q)
-        toks = set(k) | set(spaced)
-        cs = {t for t in toks if t not in STOPWORDS and t not in qw} or toks
-        return cs | {"".join(t for t in k if t in cs)}
-
-    cont = [content(c, k) if k else set() for c, k in zip(comps, keys)]
+    y = [float(grade(c, [gold], q)) for c in comps]
     out = []
     for j in range(K):
-        if not short[j]:
-            out.append(-lam)
-            continue
         s = 0.0
         for i in range(K):
             if i == j:
                 continue
-            strict = bool(short[i]) and _f1(short[j], short[i]) >= 0.5
-            agree = strict if y[j] else (strict or bool(cont[j] & cont[i]))
-            a = min(max(float(agree), EPS), 1 - EPS)
-            s += math.log(a) if y[j] else math.log(1 - a)
-        out.append(lam * s / (K - 1) / math.log(1 / EPS))
-    return [float(v) for v in y], out
+            a = min(max(float(same_answer(comps[j], comps[i])), eps), 1 - eps)
+            s += y[j] * math.log(a) + (1 - y[j]) * math.log(1 - a)
+        out.append(lam * s / (K - 1))
+    return y, out
 
 
 @pytest.mark.parametrize("comps", [
     ["Paris", "paris.", "Lyon", "Lyon apple river", ""],
-    ["PARIS, I think", Q + " Paris", "Lyon", "New-York", "new york city"],
-    [Q, "Lyon", "lyon!", "Nice", "Nice"],
+    ["PARIS", Q + " Paris", "Lyon", "Lyón", "Lione"],
+    [Q, "Lyon", "lyon!", "Nice", "Nice", "Paris, Lyon", "not Paris", "Pаris"],
 ])
-def test_span_matching_matches_reference(comps):
+def test_paper_reward_matches_its_formula(comps):
     K = len(comps)
-    y = correctness_reward(["p"] * K, comps, **cols(K))
-    out = calibration_reward(["p"] * K, comps, num_generations=K, eps=EPS, **cols(K))
-    ry, rout = reference_rcal(comps, "Paris", Q, 0.5)
-    assert y == ry
-    assert out == pytest.approx(rout, abs=1e-12)
+    opts = ADV.reward_options("csr")
+    y, cal = ADV.group_rewards(comps, GOLD, Q, opts)  # no trainer state: λ = λ_max
+    ry, rcal = paper_rcal(comps, GOLD, Q, opts["lambda_max"], opts["eps"])
+    assert y.tolist() == ry
+    assert cal == pytest.approx(rcal, abs=1e-12)
+    assert correctness_reward(["p"] * K, comps, **cols(K)) == ry
 
 
-# ------------------------------------------------------------------------------------------------ adversaries
+# ------------------------------------------------------------------------------------------------ tricks and pay
 
 
-def test_issue_table_padding_paid_before_and_not_now():
-    """The issue's table (λ = ½, K = 8): under whole-line matching padding every wrong guess with 1–5 random
-    words beats the honest consistent guess; under the default short-answer matching it earns exactly the same."""
-    before = ADV.policy_table(match="line", n_groups=40)
-    after = ADV.policy_table(n_groups=40)
-    for a in (0.0, 0.1, 0.5):
-        assert before[a]["transformed"] > before[a]["honest"] + 0.05, a
-        assert after[a]["transformed"] <= after[a]["honest"] + 1e-12, a
-    assert after[0.0]["honest"] == pytest.approx(-0.5, abs=1e-3)  # all agree, all wrong: λ·(−1)
+@pytest.mark.parametrize("name", list(ADV.GRAMMAR))
+def test_no_trick_makes_a_wrong_answer_correct(name):
+    rng = np.random.default_rng(3)
+    # (the empty answer only for tricks that do not add the gold: ", Paris" *is* the gold)
+    for wrong in ("Lyon", "New York", "Pari") + (("",) if ADV.GRAMMAR[name].kind != "gold" else ()):
+        t = ADV.transform(name, wrong, Q, rng, gold=GOLD)
+        assert correctness_reward(["p"], [t], **cols(1)) == [0.0], (name, wrong, t)
+    # the gold keeps its verdict only in a surface form
+    t = ADV.transform(name, GOLD, Q, rng, gold="Rome") if ADV.GRAMMAR[name].kind == "gold" else \
+        ADV.transform(name, GOLD, Q, rng)
+    assert correctness_reward(["p"], [t], **cols(1)) == [float(ADV.GRAMMAR[name].kind == "surface")], (name, t)
 
 
-@pytest.mark.parametrize("adversary", list(ADV.ADVERSARIES))
-def test_no_adversary_pays_for_a_policy(adversary):
-    after = ADV.policy_table(accuracies=(0.0, 0.25), n_groups=12, adversary=adversary, seed=3)
-    for a, v in after.items():
-        assert v["transformed"] <= v["honest"] + 1e-12, (adversary, a)
+@pytest.mark.parametrize("name", list(ADV.GRAMMAR))
+def test_correctness_term_never_pays_for_a_trick(name):
+    for options in ("csr", "csr_likelihood", "csr_spread"):
+        table = ADV.policy_table(options, accuracies=(0.0, 0.5), n_groups=6, adversary=name, seed=1)
+        for a, v in table.items():
+            assert v["transformed_correct"] == pytest.approx(v["honest_correct"], abs=1e-12), (options, name, a)
+        dy, _ = ADV.deviation_gain(name, ["Paris", "Lyon", "Lyon", "Nice"], 1, GOLD, Q, options, n_draws=3)
+        assert dy == 0.0
 
 
-GROUPS = [
-    # honest consistent wrong guess with some right answers
-    ["Paris", "Paris", "Lyon", "Lyon", "Lyon", "Lyon", "Paris", "Lyon"],
-    # distinct wrong answers (nothing to gain: they already disagree)
-    ["Lyon", "Nice", "Rome", "Berlin"],
-    # multi-word wrong answers, a gold with chatter in the group
-    ["New York", "new york", "Paris, I believe", "Los Angeles"],
-]
+def test_paper_bce_pays_a_wrong_rollout_for_scattering_by_hand():
+    """The paper's reward pays a wrong rollout for disagreeing with its group. Padding one copy of a repeated
+    wrong guess with a random word turns its 3 agreeing partners into disagreeing ones: the calibration term
+    gains λ·3·(log(1 − ε) − log ε)/7 = 0.1·3·6.906/7 ≈ 0.296 nats at λ_max (the correctness term: 0)."""
+    opts = ADV.reward_options("csr")
+    lam, eps = opts["lambda_max"], opts["eps"]
+    group = ["Lyon"] * 4 + ["Paris"] * 4
+    want = lam * 3 * (math.log1p(-eps) - math.log(eps)) / 7
+    for name in ("suffix_1", "prefix", "hedge", "translation", "list_comma", "negation", "question_before"):
+        dy, dc = ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3)
+        assert dy == 0.0 and dc == pytest.approx(want, abs=1e-12), name
+    for name in ADV.SURFACE:  # the same answer: nothing changes
+        assert ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3) == (0.0, 0.0), name
+    # the policy-level version: every wrong guess padded with 1–5 random words; at accuracy 0 the group goes from
+    # all-agreeing (log ε) to all-disagreeing (log(1 − ε)) — λ·(log(1 − ε) − log ε) per rollout — except where
+    # two paddings happen to coincide
+    t = ADV.policy_table(opts, accuracies=(0.0,), n_groups=5, seed=0)[0.0]
+    full = lam * (math.log1p(-eps) - math.log(eps))
+    assert 0.95 * full <= t["transformed_cal"] - t["honest_cal"] <= full + 1e-12
+    assert t["transformed_correct"] == t["honest_correct"] == 0.0
 
 
-@pytest.mark.parametrize("adversary", list(ADV.ADVERSARIES))
-@pytest.mark.parametrize("g", range(len(GROUPS)))
-def test_no_adversary_pays_unilaterally(adversary, g):
-    group = GROUPS[g]
-    wrong = [j for j, c in enumerate(group) if correctness_reward(["p"], [c], **cols(1)) == [0.0]]
-    for j in wrong[:2]:
-        gain = ADV.deviation_gain(adversary, group, j, "Paris", Q, n_draws=5)
-        assert gain <= 1e-12, (adversary, group, j, gain)
-
-
-def test_whole_line_matching_is_gamed_unilaterally():
-    """The check can fail: under whole-line matching a padded copy of the repeated wrong guess gains."""
-    gain = ADV.deviation_gain("suffix_3", GROUPS[0], 2, "Paris", Q, match="line", n_draws=5)
-    assert gain > 0.05
-
-
-def test_gold_with_chatter_is_correct_and_agrees_with_the_bare_gold():
-    rng = np.random.default_rng(0)
-    chatter = ADV.transform("gold_chatter", "Paris", Q, rng)
-    comps = ["Paris", chatter, "Lyon", "Lyon"]
-    assert correctness_reward(["p"] * 4, comps, **cols(4)) == [1.0, 1.0, 0.0, 0.0]
-    out = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, **cols(4))
-    # each sees one agreeing partner (the other) and two disagreeing ones
-    one_of_three = 0.5 * (math.log(1 - EPS) + 2 * math.log(EPS)) / 3 / math.log(1 / EPS)
-    assert out[0] == pytest.approx(one_of_three, abs=1e-12) and out[1] == pytest.approx(one_of_three, abs=1e-12)
-    # the same for a two-word gold and chatter after it
-    c2 = correctness_reward(["p"] * 2, ["Barack Obama was the president", "Obama"],
-                            answers=[["Barack Obama"]] * 2, question=["Who was president?"] * 2)
-    assert c2 == [1.0, 1.0]
-
-
-def test_repeating_the_question_is_no_answer():
-    out = calibration_reward(["p"] * 3, [Q, Q.upper(), "Lyon"], num_generations=3, eps=EPS, **cols(3))
-    assert out[0] == out[1] == pytest.approx(-0.5)  # empty key: the worst value, like an empty answer
-    assert correctness_reward(["p"] * 2, [Q, Q + " Paris"], **cols(2)) == [0.0, 1.0]
-
-
-def test_unknown_match_is_a_clear_error():
-    with pytest.raises(ValueError, match="reward.match"):
-        correctness_reward(["p"], ["Paris"], match="fuzzy", **cols(1))
+def test_spread_charges_padding_but_pays_translation_by_hand():
+    """csr_spread reads a wrong rollout's partners by the judge *or* a shared content word: padding keeps the
+    word, so it is charged as before; a translation or "not <gold>" shares no word with the guess and is paid
+    like a disagreeing answer — its charge drops from 3/7 to 0 (λ = 1)."""
+    opts = ADV.reward_options("csr_spread")
+    group = ["Lyon"] * 4 + ["Rome"] * 4  # all wrong
+    for name in ("suffix_1", "suffix_5", "prefix", "hedge", "chatter", "question_before", *ADV.SURFACE):
+        assert ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3) == (0.0, 0.0), name
+    for name in ("translation", "negation"):
+        dy, dc = ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3)
+        assert dy == 0.0 and dc == pytest.approx(opts["lambda_max"] * 3 / 7, abs=1e-12), name
+    # a list with the gold shares the gold's word with every correct partner: charged more, never paid
+    mixed = ["Lyon"] * 4 + ["Paris"] * 4
+    _, dc = ADV.deviation_gain("list_or", mixed, 0, GOLD, Q, opts, n_draws=1)
+    # before: 3 of 7 partners share "lyon"; after ("Paris or Lyon"): all 7 share "lyon" or "paris"
+    assert dc == pytest.approx(-opts["lambda_max"] * 4 / 7, abs=1e-12)

@@ -70,10 +70,13 @@ def test_rd_score_is_proper_on_the_bins():
 
 
 def test_rd_reward_reads_completions_with_the_parser_and_the_short_answer():
-    comps = ["Answer: Paris, Confidence: 9", "Answer: Paris is the capital, Confidence: 9",
+    # the answer is graded strictly (semcal_eval.qa.grading): a lead-in is free, added content is not
+    comps = ["Answer: Paris, Confidence: 9", "Answer: The answer is Paris., Confidence: 9",
+             "Answer: Paris is the capital, Confidence: 9", "Answer: Paris or Lyon, Confidence: 9",
              "Answer: Lyon, Confidence: 9", "Answer: Lyon", "Paris, 9"]
-    out = rd_reward([""] * 5, comps, answers=[["Paris"]] * 5, question=["Capital of France?"] * 5)
-    assert out == pytest.approx([_ref(9, True), _ref(9, True), _ref(9, False), -30.0, -30.0])
+    out = rd_reward([""] * 7, comps, answers=[["Paris"]] * 7, question=["Capital of France?"] * 7)
+    assert out == pytest.approx([_ref(9, True), _ref(9, True), _ref(9, False), _ref(9, False), _ref(9, False),
+                                 -30.0, -30.0])
     # padding the wrong answer does not change its reward (same parsed bin, still wrong)
     pad = rd_reward([""], ["Answer: Lyon apple river, Confidence: 9"], answers=[["Paris"]], question=["q"])
     assert pad == pytest.approx([_ref(9, False)])
@@ -89,7 +92,7 @@ def test_rd_config_prompt_and_tasks_match(data_dir):
     tcfg.validate(cfg)
     check_eval_tasks(cfg)
     funcs, weights = build_reward_funcs(cfg)
-    assert weights == [1.0] and funcs[0].func is rd_reward
+    assert weights == [1.0] and funcs == [rd_reward]  # no options: correctness is the grader's, no judge
     assert tdata.make_prompt(" Who wrote Emma? ", "rd") == rd_prompt("Who wrote Emma?")
     with pytest.raises(ValueError, match="rd"):
         check_eval_tasks(tcfg.apply_override(cfg, "evaluate.tasks=[hotpotqa_semagree]"))

@@ -1,20 +1,24 @@
-"""Issue 22, item 1 for every reward a policy can optimise: CSR's r_cal (both scores), RD's log score and RLCR's
-Brier term meet the cheap adversaries — padding, the question repeated, the empty answer, a constant confidence.
+"""Issue 22 item 1 / issue 31 item 4, for every reward a policy can optimise: semcal's CSR variants (csr_likelihood,
+csr_spread, with their shipped configs), RD's log score and RLCR's Brier term meet the trick grammar of
+trainers/adversaries.py — padding, lists with the gold, hedges, negations, homoglyphs, translations, the question
+repeated, the empty answer — and a constant confidence.
 
-The rule (issue 22): in expectation no transformation of a wrong answer earns more total reward than the answer
-itself, and no confidence that ignores the question beats the honest one. Each check runs the trainer's reward
-functions on real strings and can fail: the whole-line CSR reward and an improper (linear) confidence score are
-shown to lose the same checks (fast, no model).
+The rule: no transformation of a wrong answer earns more *correctness* (the strict grader), and no confidence that
+ignores the question beats the honest one. Where a calibration term does pay a trick, the test states the size
+by hand (csr_spread pays a wrong rollout for a translation or "not <gold>" that shares no word with its group).
+Each check runs the trainer's reward functions on real strings and can fail: an improper (linear) confidence
+score is shown to lose the constant-confidence check (fast, no model).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
 from trainers import adversaries as ADV
 from trainers.rewards import (
-    calibration_reward,
     correctness_reward,
     rd_reward,
     rd_score,
@@ -46,84 +50,113 @@ def _rd_total(comp: str) -> float:
     return rd_reward([""], [comp], **COLS1)[0]
 
 
-# ------------------------------------------------------------------------------ CSR, the likelihood score
+# ------------------------------------------------------------------------------ CSR, the likelihood scores
+
+
+def _cal(comps, method):
+    """λ·r_cal of each rollout under a shipped config (λ = λ_max: no trainer state)."""
+    return ADV.group_rewards(comps, GOLD, Q, ADV.reward_options(method))[1].tolist()
 
 
 def test_likelihood_score_by_hand():
-    comps = ["Paris", "paris.", "Lyon", "", "Paris, I think", "Nice", "Lyon", "Rome"]
+    comps = ["Paris", "paris.", "Lyon", "", "PАRIS", "Nice", "Lyon", "Paris, I think"]
     K = len(comps)
     cols = dict(answers=[[GOLD]] * K, question=[Q] * K)
     y = correctness_reward(["p"] * K, comps, **cols)
-    assert y == [1, 1, 0, 0, 1, 0, 0, 0]
-    out = calibration_reward(["p"] * K, comps, num_generations=K, score="likelihood", lambda_schedule="constant",
-                             lambda_max=1.0, **cols)
+    assert y == [1, 1, 0, 0, 1, 0, 0, 0]  # a Cyrillic "А" is the same answer; chatter after the gold is not
     # 3 correct of 8: r_cal = 8/3 − 1 for each correct, 0 for the wrong and the empty one; r = y·K/n_c at λ = 1
-    assert out == pytest.approx([5 / 3, 5 / 3, 0, 0, 5 / 3, 0, 0, 0])
-    none = calibration_reward(["p"] * 4, ["Lyon", "Nice", "", "Rome"], num_generations=4, score="likelihood",
-                              answers=[[GOLD]] * 4, question=[Q] * 4)
-    assert none == [0.0] * 4  # no correct rollout: nothing to share out
+    assert _cal(comps, "csr_likelihood") == pytest.approx([5 / 3, 5 / 3, 0, 0, 5 / 3, 0, 0, 0])
+    assert _cal(["Lyon", "Nice", "", "Rome"], "csr_likelihood") == [0.0] * 4  # no correct rollout: nothing to share
 
 
 def test_likelihood_spread_score_by_hand():
-    """csr.yaml's score: a correct rollout earns K/n_c − 1 on top of y; a wrong one is charged the share of its
+    """csr_spread: a correct rollout earns K/n_c − 1 on top of y; a wrong one is charged the share of its
     partners that give, or by a shared content word may give, its answer; an empty one −1."""
     comps = ["Paris", "Lyon", "Lyon, I think", "", "Nice"]
-    out = calibration_reward(["p"] * 5, comps, num_generations=5, score="likelihood_spread",
-                             lambda_schedule="constant", lambda_max=1.0, answers=[[GOLD]] * 5, question=[Q] * 5)
-    # Paris alone correct: 5/1 − 1; each Lyon shares with 1 of its 4 partners (the padding does not hide it)
-    assert out == pytest.approx([4.0, -0.25, -0.25, -1.0, 0.0])
+    # Paris alone correct: 5/1 − 1; each Lyon shares "lyon" with 1 of its 4 partners (the chatter does not hide it)
+    assert _cal(comps, "csr_spread") == pytest.approx([4.0, -0.25, -0.25, -1.0, 0.0])
 
 
-@pytest.mark.parametrize("score", ["likelihood", "likelihood_spread"])
-@pytest.mark.parametrize("adversary", list(ADV.ADVERSARIES))
-def test_no_adversary_pays_under_the_likelihood_scores(adversary, score):
-    table = ADV.policy_table(accuracies=(0.0, 0.25, 0.5), n_groups=10, adversary=adversary, seed=4,
-                             lam=1.0, score=score)
+@pytest.mark.parametrize("adversary", list(ADV.GRAMMAR))
+def test_no_trick_pays_under_csr_likelihood(adversary):
+    """csr_likelihood reads correctness only: a wrong rollout earns 0 whatever its form, so no trick pays in
+    either term, for a policy or for one rollout."""
+    table = ADV.policy_table("csr_likelihood", accuracies=(0.0, 0.25, 0.5), n_groups=8, adversary=adversary, seed=4)
     for a, v in table.items():
         assert v["transformed"] <= v["honest"] + 1e-12, (adversary, a)
-    gain = ADV.deviation_gain(adversary, ["Paris", "Lyon", "Lyon", "Paris"], 1, GOLD, Q, lam=1.0, n_draws=4,
-                              score=score)
-    assert gain <= 1e-12
+        assert v["transformed_cal"] <= v["honest_cal"] + 1e-12, (adversary, a)
+    assert ADV.deviation_gain(adversary, ["Paris", "Lyon", "Lyon", "Paris"], 1, GOLD, Q, "csr_likelihood",
+                              n_draws=3) == (0.0, 0.0)
 
 
-def test_padding_the_gold_keeps_its_likelihood_reward():
-    """The gold with chatter is correct, so it shares the correct mass like the bare gold."""
-    rng = np.random.default_rng(0)
-    comps = ["Paris", ADV.transform("gold_chatter", "Paris", Q, rng), "Lyon", "Lyon"]
-    out = calibration_reward(["p"] * 4, comps, num_generations=4, score="likelihood", lambda_schedule="constant",
-                             lambda_max=1.0, answers=[[GOLD]] * 4, question=[Q] * 4)
-    assert out == pytest.approx([1.0, 1.0, 0.0, 0.0])
-    out = calibration_reward(["p"] * 4, comps, num_generations=4, score="likelihood_spread",
-                             lambda_schedule="constant", lambda_max=1.0, answers=[[GOLD]] * 4, question=[Q] * 4)
-    assert out == pytest.approx([1.0, 1.0, -1 / 3, -1 / 3])  # each Lyon shares with one of three partners
+#: tricks that keep a word of the wrong guess (or are the same answer): csr_spread's overlap still charges them
+SPREAD_CHARGED = [n for n in ADV.GRAMMAR if n not in ("translation", "negation")]
 
 
-def test_empty_answers_never_beat_a_wrong_answer_under_either_score():
-    for score in ("log", "likelihood", "likelihood_spread"):
-        out = calibration_reward(["p"] * 4, ["Lyon", "", "Paris", "Nice"], num_generations=4, score=score,
-                                 answers=[[GOLD]] * 4, question=[Q] * 4)
-        assert out[1] <= min(out[0], out[3]), score
+@pytest.mark.parametrize("adversary", SPREAD_CHARGED)
+def test_csr_spread_charges_tricks_that_keep_the_guess(adversary):
+    table = ADV.policy_table("csr_spread", accuracies=(0.0, 0.25, 0.5), n_groups=8, adversary=adversary, seed=4)
+    for a, v in table.items():
+        assert v["transformed"] <= v["honest"] + 1e-12, (adversary, a)
+    _, dc = ADV.deviation_gain(adversary, ["Paris", "Lyon", "Lyon", "Paris"], 1, GOLD, Q, "csr_spread", n_draws=3)
+    assert dc <= 1e-12
+
+
+@pytest.mark.parametrize("adversary", ["translation", "negation"])
+def test_csr_spread_pays_tricks_that_drop_the_guess(adversary):
+    """The known exploit of csr_spread, by hand: a wrong guess rewritten so that it shares no word with its
+    copies ("Lione", "not Paris") sheds the charge for those copies. A policy wrong on every rollout, one guess
+    repeated: the honest charge is −1 per rollout (λ = 1); rewritten it is −(share of copies of the same
+    rewrite) — a translation drawn from three, "not Paris" one string for all."""
+    table = ADV.policy_table("csr_spread", accuracies=(0.0,), n_groups=20, adversary=adversary, seed=4)[0.0]
+    assert table["honest_cal"] == pytest.approx(-1.0) and table["transformed_correct"] == 0.0
+    if adversary == "negation":  # every rollout says "not Paris": all agree again, nothing gained
+        assert table["transformed_cal"] == pytest.approx(-1.0)
+    else:
+        assert -1.0 + 0.5 < table["transformed_cal"] < 0.0  # three translations of Lyon: ≈ −1/3 charge
+    # one rollout rewritten in a group of four copies: its charge drops from 3/3 to 0
+    _, dc = ADV.deviation_gain(adversary, ["Lyon"] * 4, 0, GOLD, Q, "csr_spread", n_draws=3)
+    assert dc == pytest.approx(1.0)
+
+
+def test_empty_answers_under_each_config():
+    """semcal's variants charge an empty answer the worst value; the paper's formula scores it as a wrong answer
+    that agrees with nobody (r_cal = log(1 − ε) ≈ 0, the best a wrong rollout can get): saying nothing is never
+    worse, in the calibration term, than a wrong answer under csr.yaml — it still loses the correctness term."""
+    comps = ["Lyon", "", "Paris", "Nice"]
+    for method in ("csr_likelihood", "csr_spread"):
+        out = _cal(comps, method)
+        assert out[1] <= min(out[0], out[3]), method
+    paper = ADV.reward_options("csr")
+    out = _cal(comps, "csr")
+    assert out[1] == pytest.approx(paper["lambda_max"] * math.log1p(-paper["eps"]))
+    assert out[1] >= max(out[0], out[3]) - 1e-12
 
 
 # ------------------------------------------------------------------------------ RD and RLCR: surface tricks
 
 
-@pytest.mark.parametrize("adversary", list(ADV.ADVERSARIES))
+@pytest.mark.parametrize("adversary", list(ADV.GRAMMAR))
 @pytest.mark.parametrize("method", ["rd", "rlcr"])
-def test_no_surface_trick_on_a_wrong_answer_pays(adversary, method):
+def test_no_trick_on_a_wrong_answer_pays(adversary, method):
     total, wrap = (_rd_total, _rd) if method == "rd" else (_rlcr_total, _rlcr)
     rng = np.random.default_rng(1)
     for wrong in ("Lyon", "New York"):
         base = total(wrap(wrong))
-        got = np.mean([total(wrap(ADV.transform(adversary, wrong, Q, rng))) for _ in range(5)])
+        got = np.mean([total(wrap(ADV.transform(adversary, wrong, Q, rng, gold=GOLD))) for _ in range(5)])
         assert got <= base + 1e-12, (method, adversary, wrong)
 
 
 @pytest.mark.parametrize("method", ["rd", "rlcr"])
-def test_gold_with_chatter_is_still_correct(method):
+def test_the_gold_keeps_its_reward_only_in_a_surface_form(method):
+    """Under the strict grader the gold with chatter, a hedge or the question repeated is wrong (the answer
+    budget is the gold itself); case, homoglyphs, diacritics and a lead-in keep it right."""
     total, wrap = (_rd_total, _rd) if method == "rd" else (_rlcr_total, _rlcr)
-    chatter = ADV.transform("gold_chatter", GOLD, Q, np.random.default_rng(0))
-    assert total(wrap(chatter)) == pytest.approx(total(wrap(GOLD)))
+    rng = np.random.default_rng(0)
+    for name in ("chatter", "hedge", "question_before", "suffix_1", "translation"):
+        assert total(wrap(ADV.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap("Lyon"))), name
+    for name in ADV.SURFACE:
+        assert total(wrap(ADV.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap(GOLD))), name
     assert total(wrap(GOLD)) > total(wrap("Lyon"))
 
 

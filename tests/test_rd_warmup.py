@@ -1,27 +1,32 @@
-"""Issue 22, item 5: the warm-up targets are in each method's exact format (its own parser says so), their
-confidence is the agreement share, and warmup_sft is refused for methods without a format (no model, fast)."""
+"""Issue 22, item 5, and issue 31, item 6: the warm-up targets are in each method's exact format (its own parser
+says so); their confidence is the base model's agreement through a calibration map fitted on the warm-up
+questions, so it has the spread the model's signal allows and the base rate where there is none (never the raw
+share's 0); target_report states spread and ECE; warmup_sft is refused for methods without a format."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from semcal_eval.qa.verbalized import parse_rd, parse_rlcr
 from trainers import config as tcfg
-from trainers.warmup import agreement_targets, format_target
+from trainers.warmup import agreement_targets, calibrated_targets, format_target, target_report, taught_confidence
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("answer", ["Paris", "Jane  Austen", "1969", ""])
-@pytest.mark.parametrize("agree, k", [(0, 4), (1, 4), (3, 4), (4, 4), (7, 10)])
-def test_targets_parse_with_the_methods_own_parser(answer, agree, k):
-    share = agree / k
-    ok, a, c = parse_rd(format_target("rd", answer, share))
-    assert ok and a == (" ".join(answer.split()) or "unknown") and c == int(share * 10 + 0.5)
-    ok, a, c = parse_rlcr(format_target("rlcr", answer, share, agree, k))
-    assert ok and a == (" ".join(answer.split()) or "unknown") and c == pytest.approx(round(share + 1e-9, 1))
+@pytest.mark.parametrize("conf, agree, k", [(0.0, 0, 4), (0.04, 1, 4), (0.25, 1, 4), (0.75, 3, 4), (1.0, 4, 4),
+                                            (0.7, 7, 10), (0.137, 2, 4)])
+def test_targets_parse_with_the_methods_own_parser(answer, conf, agree, k):
+    ok, a, c = parse_rd(format_target("rd", answer, conf))
+    assert ok and a == (" ".join(answer.split()) or "unknown") and c == int(conf * 10 + 0.5)
+    assert c / 10 == taught_confidence("rd", conf)
+    ok, a, c = parse_rlcr(format_target("rlcr", answer, conf, agree, k))
+    assert ok and a == (" ".join(answer.split()) or "unknown") and c == pytest.approx(round(conf, 2))
+    assert c == pytest.approx(taught_confidence("rlcr", conf))
 
 
 def test_bad_targets_are_errors():
@@ -29,13 +34,52 @@ def test_bad_targets_are_errors():
         format_target("rd", "x", 1.5)
     with pytest.raises(ValueError, match="rlcr, rd"):
         format_target("csr", "x", 0.5)
+    with pytest.raises(ValueError, match="one agreement share"):
+        calibrated_targets([0.5, 0.5], [1])
 
 
-def test_agreement_share_uses_the_rewards_matching():
+def test_agreement_share_uses_the_rewards_judge():
     q = "Capital of France?"
-    # padded and case variants of the greedy answer agree with it; another answer and an empty one do not
-    assert agreement_targets(q, ["Paris"], " Paris", ["paris.", "Paris, I think", "Lyon", ""]) == (2, 4)
+    # padded and case variants of the greedy answer agree with it under the rewards' strict judge; another
+    # answer, an added word and an empty one do not
+    assert agreement_targets(q, ["Paris"], " Paris", ["paris.", "Paris, I think", "Lyon", ""]) == (1, 4)
+    assert agreement_targets(q, ["Paris"], " Paris", ["PARIS", "The answer is Paris"]) == (2, 2)
     assert agreement_targets(q, ["Paris"], "", ["Paris", "Paris"]) == (0, 2)  # an empty greedy answer: 0
+
+
+def test_targets_without_signal_are_the_base_rate_not_zero():
+    """The failure of the first protocol run: a 135M model's samples almost never agree, so the raw share is 0
+    everywhere and the format lesson taught "confidence 0". Through the calibration map the target is the base
+    rate: calibrated (ECE 0 on these questions), where the raw share's ECE is the accuracy."""
+    share = np.zeros(40)
+    correct = np.array([1] * 10 + [0] * 30)
+    t = calibrated_targets(share, correct)
+    assert np.allclose(t, 0.25, atol=1e-3)
+    raw, taught = target_report(share, correct), target_report([taught_confidence("rlcr", v) for v in t], correct)
+    assert raw["ece"] == pytest.approx(0.25) and raw["mean"] == 0.0
+    assert taught["ece"] == pytest.approx(0.0, abs=1e-9) and taught["distinct"] == 1 and taught["std"] == 0.0
+    assert taught["base_rate"] == 0.25 and taught["n"] == 40
+    # one class among the labels: the base rate itself
+    assert calibrated_targets([0.0, 0.5, 1.0], [0, 0, 0]).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_targets_keep_the_spread_the_signal_allows():
+    """Where agreement predicts correctness the target spreads with it (monotone in the share, so the order is
+    the model's own), and it is better calibrated on these questions than the raw share."""
+    rng = np.random.default_rng(0)
+    share = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], size=200)
+    correct = (rng.random(200) < 0.1 + 0.5 * share).astype(int)  # accuracy 0.1 .. 0.6: the share overstates it
+    for method in ("platt", "isotonic"):
+        t = calibrated_targets(share, correct, method)
+        assert np.all(np.diff(t[np.argsort(share, kind="stable")]) >= -1e-12)  # monotone in the share
+        rep, raw = target_report(t, correct), target_report(share, correct)
+        assert rep["distinct"] >= 3 and rep["std"] > 0.1
+        assert rep["ece"] < 0.5 * raw["ece"]
+        assert abs(rep["mean"] - correct.mean()) < 0.02  # calibrated in the large
+    # the report's numbers, by hand
+    r = target_report([0.2, 0.2, 0.9, 0.9], [0, 1, 1, 1])
+    assert r["distinct"] == 2 and r["std"] == pytest.approx(0.35) and r["mean"] == pytest.approx(0.55)
+    assert r["ece"] == pytest.approx(0.5 * abs(0.5 - 0.2) + 0.5 * abs(1 - 0.9))
 
 
 def test_warmup_only_for_formatted_methods():

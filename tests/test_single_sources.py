@@ -1,11 +1,18 @@
 """Facts the YAMLs repeat from the code (lm-eval reads a task's defaults from its YAML) are equal to the code's one
 source: the Semantic Softmax defaults (semcal_eval.semsoft.spec.SemSoftParams), the Civil Comments band
 (semcal_eval.data.civil_comments.civil_comments_subset) and the rows a semsoft task declares (semsoft/rows.py).
-A YAML edited alone — or a default changed in the code alone — fails here, naming both places."""
+A YAML edited alone — or a default changed in the code alone — fails here, naming both places.
+
+Issue 32: facts the library derives once and the apps call (their behaviour: tests/test_derived_once.py): the
+cross-fitting folds (semcal_eval.core.crossfit), the reference predictors (semcal_eval.core.references), the gold
+reader (semcal_eval.data.gold), the board's metric columns (semcal_eval.core.metric_table). A copy written again
+in another module fails here, naming the module and line."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +46,99 @@ def test_yaml_band_equals_the_code():
     for path, band in bands:
         assert tuple(band) == default, f"{path}: band {band} but civil_comments_subset's default is {default}"
 
+
+
+# -- issue 32: derived once, in semcal_eval ----------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _trees(*folders: str):
+    """(path relative to the repository, parsed module) of every Python file under ``folders``."""
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(), str(path))
+
+
+def _where(predicate, *folders: str) -> list[str]:
+    return [f"{rel}:{node.lineno}" for rel, tree in _trees(*folders) for node in ast.walk(tree) if predicate(rel, node)]
+
+
+def test_the_crossfit_folds_are_computed_in_one_module():
+    """``<position> % 2`` (the fold of a document) only in semcal_eval/core/crossfit.py."""
+    def fold_rule(rel, node):
+        return (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.right, ast.Constant)
+                and node.right.value == 2 and rel != "semcal_eval/core/crossfit.py")
+
+    assert _where(fold_rule, "semcal_eval", "leaderboards") == [], "call semcal_eval.core.crossfit instead"
+
+
+def test_the_reference_predictors_are_composed_in_one_module():
+    """The training-split predictors (semcal_eval.core.recalibration) are put together into the reference rows
+    only by semcal_eval/core/references.py: the semsoft filter and the board call it."""
+    from leaderboards.references import KINDS as BOARD_KINDS
+    from semcal_eval.core.references import KINDS
+    from semcal_eval.semsoft.rows import REFERENCES
+
+    assert KINDS == REFERENCES == BOARD_KINDS
+    names = {"prior_rate", "prior_predictor", "majority_predictor", "uniform_predictor"}
+
+    def use(rel, node):
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        return (isinstance(node, (ast.Attribute, ast.Name)) and name in names
+                and rel not in ("semcal_eval/core/references.py", "semcal_eval/core/recalibration.py"))
+
+    assert _where(use, "semcal_eval", "leaderboards") == [], "call semcal_eval.core.references instead"
+
+
+def test_gold_labels_are_read_by_one_reader():
+    """A task's ``doc_to_target`` is read as a gold label only by semcal_eval/data/gold.py (the board reads it
+    besides only to hash it, as lm-eval logs ``target_hash``); no module keeps its own gold normaliser."""
+    def reads_target(rel, node):
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "doc_to_target" and rel != "semcal_eval/data/gold.py")
+
+    hashed = _line("leaderboards/dataset_check.py", "target_hash(self._task.doc_to_target")
+    assert _where(reads_target, "semcal_eval/semsoft", "semcal_eval/core", "leaderboards") == [
+        f"leaderboards/dataset_check.py:{hashed}"]
+    copies = {"_norm_gold", "_gold_value", "_gold_key"}
+    defs = _where(lambda rel, n: isinstance(n, ast.FunctionDef) and n.name in copies, "semcal_eval", "leaderboards")
+    assert defs == []
+
+
+def _line(rel: str, text: str) -> int:
+    return next(i for i, line in enumerate((ROOT / rel).read_text().splitlines(), 1) if text in line)
+
+
+def test_the_boards_metric_columns_are_the_metric_tables():
+    from leaderboards import recompute
+    from leaderboards.site import rows as site_rows
+    from semcal_eval.core import metric_table as T
+
+    assert recompute.NO_CI_ROLES is T.BOARD_NO_CI_ROLES and recompute.BOARD_EXTRAS is T.BOARD_EXTRAS
+    assert site_rows.COLUMNS == tuple(T.ROLES["classification"])
+    # recompute.py names no metric itself (docstrings aside)
+    tree = ast.parse((ROOT / "leaderboards/recompute.py").read_text())
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    named = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and id(n) not in docstrings and n.value in T.HIGHER_IS_BETTER})
+    assert named == [], f"leaderboards/recompute.py names metrics {named}: take them from metric_table"
+    # each kind's headline metric of a role is stated once (ROLES): the headline, report and bins follow it
+    for kind, roles in T.ROLES.items():
+        assert roles["ece"] in T.HEADLINE[kind] and roles["ece"] in T.REPORT_COLUMNS[kind]
+        assert T.ROLE_BINS[kind] == T.METRICS[roles["ece"]].n_bins
+    assert T.RANK_METRICS == {m.name for m in T.METRICS.values() if m.rank}
+
+
+def test_one_normalised_target_and_public_validators():
+    """The normalised multi-hot target is defined once (metrics.gold_target), and the record module validates
+    through the metrics' public helpers, not their private ones."""
+    defs = _where(lambda rel, n: isinstance(n, ast.FunctionDef) and n.name in ("_target", "gold_target"), "semcal_eval")
+    assert len(defs) == 1 and defs[0].startswith("semcal_eval/core/metrics.py:")
+
+    def private_metrics(rel, node):
+        return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "M"
+                and node.attr.startswith("_") and not node.attr.startswith("__"))
+
+    assert _where(private_metrics, "semcal_eval/core", "leaderboards") == []

@@ -37,7 +37,8 @@ def _task_cfgs() -> dict[str, dict]:
 
 
 def test_the_configs_are_the_expected_set():
-    assert {p.stem for p in CONFIGS} == {"csr", "rlvr", "rlcr", "rd", "cpu_smoke", "vllm_colocate", "vllm_server"}
+    assert {p.stem for p in CONFIGS} == {"csr", "csr_likelihood", "csr_spread", "rlvr", "rlcr", "rd", "cpu_smoke",
+                                         "vllm_colocate", "vllm_server"}
 
 
 #: the configs that build on this CPU; the vLLM ones need `pip install trl[vllm]` and a GPU (README), so they are

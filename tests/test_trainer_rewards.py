@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
+import string
 import subprocess
 import sys
 import textwrap
+import unicodedata
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,7 +18,6 @@ import numpy as np
 import pytest
 
 from semcal_eval import qa
-from semcal_eval.qa.judges import F1Judge
 from trainers import config as tcfg
 from trainers.rewards import (
     GroupLayoutError,
@@ -47,18 +49,59 @@ def rlcr(answer, conf, think="t", analysis="a"):
 # ------------------------------------------------------------------------------------------------ correctness
 
 
-def test_correctness_matches_squad_f1_reference():
-    """F1-judge correctness = SQuAD best-F1 ≥ 0.5 (qa.is_correct), on a set of near misses."""
+#: An independent re-statement of the strict rule (semcal_eval/qa/grading.py's docstring) for short golds, written
+#: from the definition with the standard library only: fold (NFKC, diacritics dropped, case folded), SQuAD
+#: normalisation (punctuation, articles a/an/the, whitespace), at most one content-free lead-in removed (only the
+#: lead-ins the pool below uses), then equality with a normalised gold alias. No confusable letters in the pool.
+_LEADS = (("answer", "is"), ("answer",), ("it", "is"), ("its",))
+
+
+def _ref_norm(s: str) -> str:
+    s = unicodedata.normalize("NFKC", s)
+    s = "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c)).casefold()
+    s = "".join(c for c in s if c not in string.punctuation and not unicodedata.category(c).startswith("P"))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
+
+
+def _ref_core(s: str) -> str:
+    toks = _ref_norm(s).split()
+    for lead in _LEADS:
+        if len(toks) > len(lead) and tuple(toks[: len(lead)]) == lead:
+            return " ".join(toks[len(lead):])
+    return " ".join(toks)
+
+
+def _ref_first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _ref_correct(pred: str, golds) -> float:
+    core = _ref_core(_ref_first_line(pred))
+    return float(bool(core) and any(core == _ref_norm(g) for g in golds))
+
+
+def test_correctness_matches_the_strict_rule_on_near_misses():
+    """RLVR correctness = the folded, normalised answer core equals a gold alias (one lead-in allowed), checked
+    against the re-statement above on near misses: partial names, lists, hedges, negations, lead-ins."""
     rng = random.Random(0)
     golds = ["Barack Obama", "the Eiffel Tower", "1945", "New York City"]
-    preds = ["Obama", "Barack Hussein Obama", "Eiffel", "tower", "1944", "1945.", "New York", "York", "", "  ", "a"]
-    cases = [(rng.choice(preds), rng.sample(golds, 2)) for _ in range(60)]
+    preds = ["Obama", "Barack Obama", "barack obama.", "The answer is Barack Obama", "Barack Hussein Obama",
+             "Barack Obama, Michelle Obama", "Eiffel", "tower", "Eiffel Tower!", "THE ÉIFFEL TOWER", "1944",
+             "1945.", "Answer: 1945", "It's 1945", "it is 1945", "The answer is: it's 1945", "not 1945",
+             "maybe 1945", "1945 or 1946", "New York", "York", "Ｎｅｗ Ｙｏｒｋ Ｃｉｔｙ", "New York City\nQ: next",
+             "\n1945", "The answer is", "", "  ", "a"]
+    cases = [(rng.choice(preds), rng.sample(golds, 2)) for _ in range(80)]
     got = []
     for p, g in cases:
         got += correctness_reward(["x"], [p], answers=[g], question=["q"])
-    ref = [float(bool(p.strip()) and qa.is_correct(p, g, 0.5)) for p, g in cases]
-    assert got == ref
+    assert got == [_ref_correct(p, g) for p, g in cases]
     assert 0 < sum(got) < len(got)  # the sample exercises both outcomes
+    # by hand: dressing is free, content is not; token-F1 ≥ ½ (the old default) would accept the last three
+    comps = ["The answer is Barack Obama.", "It's 1945", "Ｎｅｗ Ｙｏｒｋ Ｃｉｔｙ", "Obama", "Barack Obama, Michelle Obama",
+             "not 1945"]
+    g = [["Barack Obama"], ["1945"], ["New York City"], ["Barack Obama"], ["Barack Obama"], ["1945"]]
+    assert correctness_reward(["x"] * 6, comps, answers=g, question=["q"] * 6) == [1, 1, 1, 0, 0, 0]
+    assert all(qa.is_correct(c, gg, 0.5) for c, gg in zip(comps[3:], g[3:]))
 
 
 def test_correctness_reads_first_line_and_conversational_and_empty():
@@ -73,68 +116,83 @@ def test_correctness_missing_column_is_a_clear_error():
 
 # ------------------------------------------------------------------------------------------------ calibration
 
-# The design before the reward lab (rollout reading, unbounded log score, empty answers scored as disagreeing
-# wrong answers, λ up to 1, TRL's group scaling): kept as options, checked here against hand values.
+# The default (method csr, the paper): pairwise BCE in nats, a_ji = clip(J(C_j, C_i), ε, 1 − ε), an empty answer
+# agreeing with nothing, λ linear 0 → 0.1 (λ = λ_max = 0.1 without a trainer state). The design before the
+# reward lab (rollout reading, unbounded log score, empty answers scored as disagreeing wrong answers, λ up to 1,
+# TRL's group scaling) and semcal's bounded scale (÷ log(1/ε), empty answers worst) are options, checked by hand.
 OLD_SCORE = dict(reading="rollout", bounded=False, empty_answer="disagree")  # the score before the lab
-OLD = dict(OLD_SCORE, match="line")  # ... and whole-line matching (before issue 22)
-LB = math.log(1 / EPS)  # the default r_cal is the log score divided by log(1/ε)
+BOUNDED = dict(bounded=True, empty_answer="worst")  # semcal's scale before issue 31 (r_cal ∈ [−1, 0])
+LAM = 0.1  # the paper's λ_max, the default
+LB = math.log(1 / EPS)
 B1 = L1 / LB  # ≈ 0: a pair scored right, bounded
 
 
 def test_calibration_group_by_hand_default():
-    # K=4, λ = λ_max = ½ (no trainer state): "Paris"≡"paris" correct, "Lyon" wrong and alone, "" empty.
+    # K=4, λ = λ_max = 0.1 (no trainer state): "Paris"≡"paris" correct, "Lyon" wrong and alone, "" empty.
     comps = ["Paris", "paris", "Lyon", ""]
     out = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, **cols(["Paris"], k=4))
-    # correct: one partner agrees (right), two do not (each −1); Lyon: nobody agrees (all right); empty: −1
-    expected = [(B1 - 2) / 3, (B1 - 2) / 3, B1, -1.0]
-    assert out == pytest.approx([0.5 * v for v in expected], abs=1e-12)
+    # correct: one partner agrees (log(1 − ε)), two do not (log ε each); Lyon: nobody agrees, log(1 − ε) per
+    # partner; the empty answer agrees with nobody either, so the formula scores it like Lyon
+    expected = [(L1 + 2 * L0) / 3, (L1 + 2 * L0) / 3, L1, L1]
+    assert out == pytest.approx([LAM * v for v in expected], abs=1e-12)
+    # semcal's bounded scale with empty answers worst (λ = ½ on that scale)
+    bounded = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, lambda_max=0.5, **BOUNDED,
+                                 **cols(["Paris"], k=4))
+    assert bounded == pytest.approx([0.5 * v for v in [(B1 - 2) / 3, (B1 - 2) / 3, B1, -1.0]], abs=1e-12)
 
 
 def test_calibration_group_by_hand_old_readings():
     comps = ["Paris", "paris", "Lyon", ""]
     kw = dict(num_generations=4, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=4))
-    rollout = calibration_reward(["p"] * 4, comps, **OLD, **kw)
+    rollout = calibration_reward(["p"] * 4, comps, **OLD_SCORE, **kw)
     assert rollout == pytest.approx([math.log(1 / 3), math.log(1 / 3), L1, L1], abs=1e-12)
-    pairwise = calibration_reward(["p"] * 4, comps, **{**OLD, "reading": "pairwise"}, **kw)
+    pairwise = calibration_reward(["p"] * 4, comps, **{**OLD_SCORE, "reading": "pairwise"}, **kw)
     assert pairwise == pytest.approx([(L1 + 2 * L0) / 3] * 2 + [L1, L1], abs=1e-12)
     # pairwise ≤ rollout reading (Jensen: mean of logs ≤ log of mean)
     assert all(a <= b + 1e-12 for a, b in zip(pairwise, rollout))
     # bounded = unbounded / log(1/ε); Brier = −(y − p)² (rollout) or the mean squared pair error (pairwise)
-    bounded = calibration_reward(["p"] * 4, comps, **{**OLD, "bounded": True}, **kw)
+    bounded = calibration_reward(["p"] * 4, comps, **{**OLD_SCORE, "bounded": True}, **kw)
     assert bounded == pytest.approx([v / LB for v in rollout], abs=1e-12)
-    brier = calibration_reward(["p"] * 4, comps, **{**OLD, "score": "brier"}, **kw)
+    brier = calibration_reward(["p"] * 4, comps, **{**OLD_SCORE, "score": "brier"}, **kw)
     assert brier == pytest.approx([-(2 / 3) ** 2] * 2 + [-(EPS**2)] * 2, abs=1e-12)
-    brier_pw = calibration_reward(["p"] * 4, comps, score="brier", **kw)
-    assert brier_pw == pytest.approx([-2 / 3] * 2 + [0.0, -1.0], abs=1e-12)
+    brier_pw = calibration_reward(["p"] * 4, comps, score="brier", **kw)  # the empty answer as the formula gives it
+    assert brier_pw == pytest.approx([-2 / 3] * 2 + [0.0, 0.0], abs=1e-12)
+    brier_worst = calibration_reward(["p"] * 4, comps, score="brier", empty_answer="worst", **kw)
+    assert brier_worst == pytest.approx([-2 / 3] * 2 + [0.0, -1.0], abs=1e-12)
 
 
 def test_calibration_collapse_modes():
-    """The reward's collapse modes (docs/TRAINING.md), before the lab and with the defaults."""
+    """The reward's collapse modes (docs/TRAINING.md): before the lab, the paper's BCE, and bounded."""
     kw = dict(num_generations=4, eps=EPS, lambda_max=1.0, **cols(["Bern"], k=4))
     diverse = ["Zurich", "Geneva", "Basel", "Lugano"]
     trap = ["Zurich", "Zurich", "Zurich", "Bern"]
     # before: one wrong answer repeated scores log ε for all (no spread: no GRPO signal); all different and
     # wrong scores log(1-ε) ≈ 0, the supremum; a lone correct answer among a repeated wrong one gets log ε
-    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **OLD, **kw) == pytest.approx([L0] * 4)
-    assert calibration_reward(["p"] * 4, diverse, **OLD, **kw) == pytest.approx([L1] * 4)
-    assert calibration_reward(["p"] * 4, trap, **OLD, **kw) == pytest.approx([math.log(1 / 3)] * 3 + [L0])
-    # defaults: the same ordering within r_cal (scatter is still its best wrong state), but bounded in [−1, 0]
-    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **kw) == pytest.approx([-1.0] * 4)
-    assert calibration_reward(["p"] * 4, diverse, **kw) == pytest.approx([B1] * 4)
-    assert calibration_reward(["p"] * 4, trap, **kw) == pytest.approx([(B1 - 2) / 3] * 3 + [-1.0])
+    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **OLD_SCORE, **kw) == pytest.approx([L0] * 4)
+    assert calibration_reward(["p"] * 4, diverse, **OLD_SCORE, **kw) == pytest.approx([L1] * 4)
+    assert calibration_reward(["p"] * 4, trap, **OLD_SCORE, **kw) == pytest.approx([math.log(1 / 3)] * 3 + [L0])
+    # the paper's pairwise BCE: the same ordering (scatter is the best wrong state), per partner
+    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **kw) == pytest.approx([L0] * 4)
+    assert calibration_reward(["p"] * 4, diverse, **kw) == pytest.approx([L1] * 4)
+    assert calibration_reward(["p"] * 4, trap, **kw) == pytest.approx([(2 * L0 + L1) / 3] * 3 + [L0])
+    # bounded: the same divided by log(1/ε), in [−1, 0]
+    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **BOUNDED, **kw) == pytest.approx([-1.0] * 4)
+    assert calibration_reward(["p"] * 4, diverse, **BOUNDED, **kw) == pytest.approx([B1] * 4)
+    assert calibration_reward(["p"] * 4, trap, **BOUNDED, **kw) == pytest.approx([(B1 - 2) / 3] * 3 + [-1.0])
 
 
-def _group_advantages(comps, golds, lam, old=False, K=None):
-    """Advantages of one group under r_RLVR + λ·r_cal: the design before the lab (group scaling) or the defaults."""
+def _group_advantages(comps, golds, lam, old=False, K=None, **opts):
+    """Advantages of one group under r_RLVR + λ·r_cal: the design before the lab (group scaling) or the given
+    options (default: the paper's reward) with csr.yaml's scaling (none)."""
     from trainers.reward_lab import grpo_advantages
 
     K = K or len(comps)
     c = cols(golds, k=len(comps))
     y = correctness_reward(["p"] * len(comps), comps, **c)
-    opts = dict(OLD, lambda_max=1.0) if old else {}
+    opts = dict(OLD_SCORE, **opts) if old else opts
     cal = calibration_reward(["p"] * len(comps), comps, num_generations=K, lambda_schedule="constant",
-                             **{**opts, "lambda_max": lam}, **c)
-    return grpo_advantages(np.stack([y, cal], axis=1), K, [1.0, 1.0], "group" if old else "batch")
+                             lambda_max=lam, **opts, **c)
+    return grpo_advantages(np.stack([y, cal], axis=1), K, [1.0, 1.0], "group" if old else "none")
 
 
 def test_lone_correct_rollout_keeps_a_positive_advantage():
@@ -144,9 +202,17 @@ def test_lone_correct_rollout_keeps_a_positive_advantage():
     assert _group_advantages(comps, ["Bern"], 0.0, old=True)[0] == pytest.approx(2.474, abs=1e-3)
     assert _group_advantages(comps, ["Bern"], 0.144, old=True)[0] > 0
     assert _group_advantages(comps, ["Bern"], 73 / 500, old=True)[0] == pytest.approx(-2.39, abs=0.01)
-    # defaults: the correct rollout earns 1 − λ ≥ ½ against ≈ 0, positive for every λ < 1
-    for lam in np.linspace(0, 0.99, 12):
+    # the paper's BCE (ε = 10⁻³): the correct rollout earns 1 + λ·log ε, each wrong one λ·log(1 − ε), so with
+    # unscaled advantages A_0 = 7/8·(1 − λ·log((1 − ε)/ε)): positive up to λ_max = 0.1 < 1/log(999) ≈ 0.145
+    e = 1e-3
+    for lam in np.linspace(0, 0.1, 11):
         a = _group_advantages(comps, ["Bern"], float(lam))
+        assert a[0] == pytest.approx(7 / 8 * (1 - lam * math.log((1 - e) / e)), abs=1e-12)
+        assert a[0] > 0 and np.all(a[1:] < 0)
+    assert _group_advantages(comps, ["Bern"], 0.15)[0] < 0  # just past 1/log(1/ε) the lone correct one loses
+    # bounded (÷ log(1/ε)): 1 − λ ≥ ½ against ≈ 0, positive for every λ < 1
+    for lam in np.linspace(0, 0.99, 12):
+        a = _group_advantages(comps, ["Bern"], float(lam), **BOUNDED)
         assert a[0] > 0 and np.all(a[1:] < 0)
 
 
@@ -165,61 +231,85 @@ def _expected_reward(a, lam, K=8, **opts):
     return total
 
 
+def _increasing(vals):
+    return all(b > a for a, b in zip(vals, vals[1:]))
+
+
 def test_accuracy_always_pays_in_expectation():
     grid = np.linspace(0, 1, 21)
     # before (λ = 1): any accuracy below ≈ 0.44 earns less than accuracy 0
     old = [_expected_reward(a, 1.0, **OLD_SCORE) for a in grid]
     below = [a for a, v in zip(grid, old) if a > 0 and v < old[0]]
     assert below and max(below) == pytest.approx(0.40, abs=0.03) and _expected_reward(0.45, 1.0, **OLD_SCORE) > old[0]
-    # defaults: strictly increasing in accuracy at every λ up to (just below) 1
+    # the paper's BCE in nats: strictly increasing in accuracy at every λ up to λ_max = 0.1 ...
+    for lam in (0.0, 0.05, 0.1):
+        assert _increasing([_expected_reward(a, lam) for a in grid]), lam
+    # ... but not at λ = 0.3 (> 1/log(1/ε)): some accuracy > 0 earns less than accuracy 0
+    paper = [_expected_reward(a, 0.3) for a in grid]
+    assert any(v < paper[0] for v in paper[1:])
+    # bounded (÷ log(1/ε)): strictly increasing at every λ up to (just below) 1
     for lam in (0.0, 0.5, 0.99):
-        new = [_expected_reward(a, lam) for a in grid]
-        assert all(b > a for a, b in zip(new, new[1:])), lam
+        assert _increasing([_expected_reward(a, lam, **BOUNDED) for a in grid]), lam
 
 
-def test_empty_answers_earn_no_calibration_reward():
+def test_empty_answers_under_the_formula_and_the_worst_option():
     kw = dict(num_generations=4, eps=EPS, **cols(["Bern"], k=4))
-    # an empty rollout gets the worst score; a wrong one that says something does better
+    # the paper's formula: an empty answer agrees with nobody, so it scores like a wrong answer that stands
+    # alone, log(1 − ε) per partner, the best a wrong rollout can get (it still loses the correctness reward)
     out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw)
+    assert out == pytest.approx([LAM * L1] * 4, abs=1e-12)
+    assert calibration_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([LAM * L1] * 4, abs=1e-12)
+    # ... where a repeated wrong answer is charged: "Zurich" ×2 agree once each (log ε of 3 partners)
+    out = calibration_reward(["p"] * 4, ["", "Zurich", "Zurich", ""], **kw)
+    assert out == pytest.approx([LAM * L1, LAM * (L0 + 2 * L1) / 3, LAM * (L0 + 2 * L1) / 3, LAM * L1], abs=1e-12)
+    # empty_answer="worst" (bounded, λ = ½): an empty rollout gets the worst score; saying something does better
+    kw_w = dict(kw, lambda_max=0.5, **BOUNDED)
+    out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw_w)
     assert out[0] == out[3] == pytest.approx(-0.5) and out[1] > out[0]
-    # all-empty: the worst group there is, not the best (before: log(1−ε) ≈ 0, the supremum)
-    assert calibration_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([-0.5] * 4)
-    assert calibration_reward(["p"] * 4, [""] * 4, **OLD, **kw) == pytest.approx([0.5 * L1] * 4)
+    # all-empty: the worst group there is, not the best
+    assert calibration_reward(["p"] * 4, [""] * 4, **kw_w) == pytest.approx([-0.5] * 4)
+    assert calibration_reward(["p"] * 4, [""] * 4, eps=EPS, num_generations=4, empty_answer="worst",
+                              **cols(["Bern"], k=4)) == pytest.approx([LAM * L0] * 4)  # unbounded worst: log ε
     # so in a group of one empty answer and three different wrong ones, the empty one has the lowest advantage
-    a = _group_advantages(["", "Zurich", "Geneva", "Basel"], ["Bern"], 0.5)
+    a = _group_advantages(["", "Zurich", "Geneva", "Basel"], ["Bern"], 0.5, **BOUNDED)
     assert a[0] < 0 and np.all(a[1:] > 0)
+    # under the formula it is no different from the other lone wrong answers: no advantage at all
+    assert np.abs(_group_advantages(["", "Zurich", "Geneva", "Basel"], ["Bern"], LAM)).max() <= 1e-12
+
+
+def _ref_agree(a: str, b: str) -> bool:
+    """J(a, b) of the strict judge in the trainer's agreement matrix, from the definition: two non-empty answers
+    agree iff they are the same stripped string or have equal non-empty cores."""
+    a, b = a.strip(), b.strip()
+    return bool(a and b) and (a == b or bool(_ref_core(a)) and _ref_core(a) == _ref_core(b))
 
 
 def test_calibration_matches_direct_formula_on_random_groups():
     """r_cal from the reward function = the formulas applied to an independently built agreement matrix
-    (whole-line matching; the default short-answer matching has its own reference in tests/test_rd_adversaries.py)."""
+    (the strict judge re-stated by _ref_agree, correctness by _ref_correct)."""
     rng = random.Random(1)
-    pool = ["Paris", "paris", "Paris France", "Lyon", "Lyon city", "Nice", "", "the"]
-    judge = F1Judge()
-    for _ in range(30):
+    pool = ["Paris", "paris", "The answer is Paris", "PARIS!", "Paris France", "Lyon", "Lyon city", "It's Lyon",
+            "Nice", "", "the", "Paris or Lyon"]
+    for _ in range(40):
         K = rng.randint(2, 6)
         comps = [rng.choice(pool) for _ in range(K)]
         kw = dict(num_generations=K, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=K))
-        old = calibration_reward(["p"] * K, comps, **OLD, **kw)
-        new = calibration_reward(["p"] * K, comps, match="line", **kw)
-        exp_old, exp_new = [], []
+        old = calibration_reward(["p"] * K, comps, **OLD_SCORE, **kw)
+        paper = calibration_reward(["p"] * K, comps, **kw)
+        bounded = calibration_reward(["p"] * K, comps, **BOUNDED, **kw)
+        exp_old, exp_paper, exp_bounded = [], [], []
         for j in range(K):
-            agree = []
-            for i in range(K):
-                if i == j:
-                    continue
-                a, b = comps[j].strip(), comps[i].strip()
-                agree.append(bool(a and b) and (a == b or judge.equivalent("q", [(a, b)])[0]))
+            agree = [_ref_agree(comps[j], comps[i]) for i in range(K) if i != j]
             p = min(max(sum(agree) / (K - 1), EPS), 1 - EPS)
-            y = float(bool(comps[j].strip()) and qa.is_correct(comps[j], ["Paris"]))
+            y = _ref_correct(comps[j], ["Paris"])
             exp_old.append(y * math.log(p) + (1 - y) * math.log(1 - p))
-            if not comps[j].strip():
-                exp_new.append(-1.0)
-            else:
-                pair = [min(max(float(g), EPS), 1 - EPS) for g in agree]
-                exp_new.append(np.mean([y * math.log(q) + (1 - y) * math.log(1 - q) for q in pair]) / LB)
+            pair = [min(max(float(g), EPS), 1 - EPS) for g in agree]
+            bce = float(np.mean([y * math.log(q) + (1 - y) * math.log(1 - q) for q in pair]))
+            exp_paper.append(bce)
+            exp_bounded.append(-1.0 if not comps[j].strip() else bce / LB)
         assert old == pytest.approx(exp_old, abs=1e-12)
-        assert new == pytest.approx(exp_new, abs=1e-12)
+        assert paper == pytest.approx(exp_paper, abs=1e-12)
+        assert bounded == pytest.approx(exp_bounded, abs=1e-12)
 
 
 def test_calibration_scores_edges():
@@ -228,17 +318,25 @@ def test_calibration_scores_edges():
     r, p = calibration_scores(A, [1, 0], eps=1e-6, **OLD_SCORE)
     assert p.tolist() == [1 - 1e-6, 1 - 1e-6]
     assert r == pytest.approx([math.log(1 - 1e-6), math.log(1e-6)])
-    r, _ = calibration_scores(A, [1, 0], eps=1e-6)
+    r, _ = calibration_scores(A, [1, 0], eps=1e-6)  # the paper's pairwise BCE: one partner, agreeing
+    assert r == pytest.approx([math.log(1 - 1e-6), math.log(1e-6)])
+    r, _ = calibration_scores(A, [1, 0], eps=1e-6, bounded=True)
     assert r == pytest.approx([math.log(1 - 1e-6) / math.log(1e6), -1.0])
     r, p = calibration_scores(np.eye(3), [0, 0, 0], eps=0.49)
     assert np.all(np.isfinite(r)) and p.tolist() == [0.49] * 3
-    for score in ("log", "brier"):  # bounded scores stay in [−1, 0] on random soft agreements
-        rng = np.random.default_rng(0)
-        A = rng.uniform(size=(50, 5, 5))
-        y = rng.integers(0, 2, size=(50, 5))
-        for reading in ("rollout", "pairwise"):
-            r, _ = group_calibration_scores(A, y, 1e-3, reading, empty=rng.uniform(size=(50, 5)) < 0.2, score=score)
-            assert r.min() >= -1 - 1e-12 and r.max() <= 0
+    rng = np.random.default_rng(0)
+    A = rng.uniform(size=(50, 5, 5))
+    y = rng.integers(0, 2, size=(50, 5))
+    empty = rng.uniform(size=(50, 5)) < 0.2
+    for reading in ("rollout", "pairwise"):
+        for empty_answer in ("disagree", "worst"):
+            # raw log score in [log ε, 0] nats; bounded log and Brier in [−1, 0], on random soft agreements
+            r, _ = group_calibration_scores(A, y, 1e-3, reading, empty=empty, empty_answer=empty_answer)
+            assert r.min() >= math.log(1e-3) - 1e-12 and r.max() <= 0
+            assert r.min() < -1  # the raw scale really is nats, not [−1, 0]
+            for kw in (dict(score="log", bounded=True), dict(score="brier")):
+                r, _ = group_calibration_scores(A, y, 1e-3, reading, empty=empty, empty_answer=empty_answer, **kw)
+                assert r.min() >= -1 - 1e-12 and r.max() <= 0
     with pytest.raises(ValueError, match="score"):
         calibration_scores(np.eye(2), [1, 0], score="spherical")
     with pytest.raises(ValueError, match="empty_answer"):
@@ -251,10 +349,13 @@ def test_lambda_schedules_and_weighting():
     st = SimpleNamespace(global_step=30, max_steps=100)
     kw = dict(num_generations=2, eps=EPS, **cols(["Paris"], k=2))
     base = calibration_reward(["p"] * 2, ["Paris", "Lyon"], lambda_max=1.0, **kw)
+    assert base == pytest.approx([L0, L1], abs=1e-12)  # Paris: its partner disagrees; Lyon: it disagrees, rightly
     lin = calibration_reward(["p"] * 2, ["Paris", "Lyon"], trainer_state=st, lambda_max=2.0, **kw)
     assert lin == pytest.approx([0.6 * v for v in base])
-    default = calibration_reward(["p"] * 2, ["Paris", "Lyon"], **kw)  # no trainer state: λ = λ_max = ½
-    assert default == pytest.approx([0.5 * v for v in base])
+    default = calibration_reward(["p"] * 2, ["Paris", "Lyon"], **kw)  # no trainer state: λ = λ_max = 0.1
+    assert default == pytest.approx([0.1 * v for v in base])
+    at_30 = calibration_reward(["p"] * 2, ["Paris", "Lyon"], trainer_state=st, **kw)  # linear 0 → 0.1: λ = 0.03
+    assert at_30 == pytest.approx([0.03 * v for v in base])
     assert lambda_at(st, "constant", lambda_max=0.7) == 0.7
     assert lambda_at(st, "step", lambda_max=1.0, lambda_min=0.1, step_fraction=0.3) == 1.0
     assert lambda_at(st, "step", lambda_max=1.0, lambda_min=0.1, step_fraction=0.31) == 0.1
@@ -273,8 +374,8 @@ def test_metrics_logged_through_trl_hooks():
         log_metric=lambda k, v: logged.setdefault(k, v), log_extra=lambda k, v: extra.setdefault(k, v),
         **cols(["Paris"], k=2),
     )
-    assert logged["csr/lambda"] == 0.125  # ¼ of λ_max = ½
-    assert logged["csr/r_cal"] == pytest.approx(B1)
+    assert logged["csr/lambda"] == pytest.approx(0.025)  # ¼ of λ_max = 0.1
+    assert logged["csr/r_cal"] == pytest.approx(L1)  # both right, both agreeing: log(1 − ε), unweighted
     assert logged["csr/confidence"] == pytest.approx(1 - EPS)
     assert extra["confidence"] == pytest.approx([1 - EPS] * 2)
 
@@ -319,10 +420,11 @@ def _trainer_advantages(cfg, step, max_steps=500):
 def test_first_step_advantages_equal_rlvr_and_differ_later():
     """csr.yaml vs rlvr.yaml (same GRPO settings): TRL scores the first step's rollouts at global_step 0,
     where λ = 0, and the advantages equal RLVR's in every group, all-right and all-wrong ones included. Right
-    after (λ = ½·1/500) they differ by O(λ) — not by O(1) as with group scaling — and later clearly."""
-    # the paper's BCE score with its curriculum (λ linear 0 → ½), the option of csr.yaml that this test is about
-    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4", "reward.score=log",
-                                                                "reward.lambda_schedule=linear", "reward.lambda_max=0.5"])
+    after (λ = 0.1·1/500) they differ by O(λ) — not by O(1) as with group scaling — and later clearly."""
+    # csr.yaml as shipped: the paper's BCE with its curriculum, λ linear 0 → 0.1
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
+    assert (csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
+        "log", "linear", 0.1)
     rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
     assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
     base = _trainer_advantages(rlvr, 0)
@@ -332,21 +434,23 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     second = _trainer_advantages(csr, 1)
     assert 0 < np.abs(second - base).max() <= 0.01
     later = _trainer_advantages(csr, 250)
-    assert np.abs(later - base).max() > 0.05  # unscaled advantages: λ·(r_cal − mean), λ = ¼ here
+    assert np.abs(later - base).max() > 0.05  # unscaled advantages: λ·(r_cal − mean), λ = 0.05 here
     # the all-wrong group with a repeated answer: RLVR is silent, CSR now pushes the repeated answer down
     assert np.all(base[28:32] == 0) and later[28] < 0 and later[29] < 0 and later[30] > 0 and later[31] > 0
-    # with TRL's group scaling instead, λ = ½·1/500 already moves that group by O(1)
+    # with TRL's group scaling instead, λ = 0.1·1/500 already moves that group by O(1)
     grouped = tcfg.apply_override(csr, "grpo.scale_rewards=group")
     assert np.abs(_trainer_advantages(grouped, 1)[28:32]).max() > 0.5
 
 
 def test_shipped_likelihood_spread_advantages_by_hand():
-    """csr.yaml as shipped (likelihood_spread, λ ≡ 1): a correct rollout earns K/n_c, a wrong one minus the share
-    of its partners that give (or, by a shared content word, may give) its answer, an empty one −1; advantages
-    are those rewards minus the group mean (scale_rewards: none). Worked by hand for _rollout_batch."""
-    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
-    assert (csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
-        "likelihood_spread", "constant", 1.0)
+    """csr_spread.yaml as shipped (likelihood_spread, λ ≡ 1): a correct rollout earns K/n_c, a wrong one minus the
+    share of its partners that give (or, by a shared content word, may give) its answer, an empty one −1;
+    advantages are those rewards minus the group mean (scale_rewards: none). Worked by hand for _rollout_batch."""
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr_spread.yaml", ["grpo.num_generations=4"])
+    r_ = csr["reward"]
+    assert (csr["method"], r_["score"], r_["lambda_schedule"], r_["lambda_max"], r_["empty_answer"],
+            r_["agreement_wrong"], csr["grpo"]["scale_rewards"]) == (
+        "csr_spread", "likelihood_spread", "constant", 1.0, "worst", "overlap", "none")
     r = np.array([
         [1, 1, 1, 1],                  # all right: K/n_c = 1
         [0, 0, 0, 0],                  # all wrong, all different: nobody shares an answer
@@ -364,13 +468,13 @@ def test_shipped_likelihood_spread_advantages_by_hand():
 
 
 def test_likelihood_advantages_from_the_definition():
-    """The likelihood option (λ ≡ 1): a group's advantages are y·K/n_c − 1 (0 when n_c = 0), so all-right,
+    """csr_likelihood.yaml (λ ≡ 1): a group's advantages are y·K/n_c − 1 (0 when n_c = 0), so all-right,
     all-wrong and all-empty groups stay silent like RLVR's, and a lone correct rollout gets K − 1; with λ linear
     0 → 1 the first step equals RLVR and the advantages move by O(λ) after."""
-    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4", "reward.score=likelihood"])
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr_likelihood.yaml", ["grpo.num_generations=4"])
     rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
-    assert (csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
-        "likelihood", "constant", 1.0)
+    assert (csr["method"], csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
+        "csr_likelihood", "likelihood", "constant", 1.0)
     y = np.array(_trainer_advantages(rlvr, 0)).reshape(-1, 4)  # RLVR advantage y − mean(y)
     y = np.round(y + np.array([correctness_reward(*_rollout_batch()[:2], **_rollout_batch()[2])]).reshape(-1, 4)
                  .mean(axis=1, keepdims=True), 12)
@@ -482,27 +586,68 @@ def test_config_override_and_validation(tmp_path):
         tcfg.validate(tcfg.apply_override(cfg, "reward.lambda_mx=0.3"))
     with pytest.raises(ValueError, match="scale_rewards"):
         tcfg.validate(tcfg.apply_override(cfg, "grpo.scale_rewards=std"))
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml")
+    for bad, match in [
+        ("reward.empty_answer=skip", "empty_answer"),
+        ("reward.agreement_wrong=span", "agreement_wrong"),
+        ("reward.bounded=1", "bounded"),
+        ("reward.score=spherical", "score"),
+        ("reward.match=span", "unknown reward keys"),  # the match option is gone (issue 31)
+    ]:
+        with pytest.raises(ValueError, match=match):
+            tcfg.validate(tcfg.apply_override(csr, bad))
 
 
-def test_reward_defaults_are_the_labs_choice():
-    """The trainer's defaults (DEFAULTS and csr.yaml) = the design the policy lab chose (trainers.policy_lab.CHOSEN);
-    calibration_reward's own defaults = the paper's BCE as the tabular reward lab tuned it (trainers.reward_lab)."""
-    from trainers import policy_lab
-    from trainers.reward_lab import CHOSEN
+#: CSR as the paper writes it (arXiv 2605.15588): pairwise BCE of each partner's strict-judge agreement against the
+#: rollout's correctness, in nats, ε = 10⁻³, an empty answer agreeing with nothing, λ linear 0 → 0.1, unscaled
+#: advantages. Written out here, not imported from the code under test.
+PAPER = dict(score="log", reading="pairwise", bounded=False, eps=1e-3, empty_answer="disagree", judge="strict",
+             agreement_wrong="judge", lambda_schedule="linear", lambda_min=0.0, lambda_max=0.1)
 
-    pl = policy_lab.CHOSEN
-    for cfg in (tcfg.load_config(None), tcfg.load_config(ROOT / "trainers/configs/csr.yaml")):
-        r, g = cfg["reward"], cfg["grpo"]
-        assert (r["score"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["match"]) == (
-            pl.score, pl.reading, pl.lambda_schedule, pl.lambda_max, 0.0, pl.match)
-        assert r["eps"] == CHOSEN.eps
-        assert g["scale_rewards"] == pl.scale_rewards == CHOSEN.scale_rewards
+
+def test_csr_reward_is_the_papers():
+    """method csr — the trainer's DEFAULTS and csr.yaml — trains the paper's reward, and the reward functions'
+    own defaults are the same; the shipped designs of both labs are csr.yaml's."""
     import inspect
 
+    from trainers import policy_lab, reward_lab
+    from trainers.rewards import CSR_METHODS
+
+    for cfg in (tcfg.load_config(None), tcfg.load_config(ROOT / "trainers/configs/csr.yaml")):
+        assert cfg["method"] == "csr"
+        assert {k: cfg["reward"][k] for k in PAPER} == PAPER
+        assert cfg["grpo"]["scale_rewards"] == "none"
     sig = inspect.signature(calibration_reward).parameters
-    assert (sig["score"].default, sig["bounded"].default, sig["empty_answer"].default) == (
-        CHOSEN.score, CHOSEN.bounded, CHOSEN.empty_answer)
-    assert CHOSEN.method == "csr" and CHOSEN.agreement == "judge" and CHOSEN.aggregation == "sum_then_normalize"
+    assert {k: sig[k].default for k in PAPER} == PAPER
+    for f in (group_calibration_scores, calibration_scores):
+        sig = inspect.signature(f).parameters
+        assert {k: sig[k].default for k in ("score", "reading", "bounded", "eps", "empty_answer")} == {
+            k: PAPER[k] for k in ("score", "reading", "bounded", "eps", "empty_answer")}
+    assert CSR_METHODS["csr"] == {"score": "log", "reading": "pairwise"}
+    for lab in (policy_lab.CHOSEN, reward_lab.CHOSEN):
+        assert lab.method == "csr"
+        assert {k: getattr(lab, k) for k in ("score", "reading", "bounded", "eps", "empty_answer", "lambda_schedule",
+                                             "lambda_max", "scale_rewards")} == {
+            **{k: PAPER[k] for k in ("score", "reading", "bounded", "eps", "empty_answer", "lambda_schedule",
+                                     "lambda_max")}, "scale_rewards": "none"}
+
+
+def test_a_method_name_promises_its_score():
+    """A config cannot train another reward under a method's name; semcal's variants have names of their own."""
+    csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml")
+    for bad in ("reward.score=likelihood", "reward.score=likelihood_spread", "reward.score=brier",
+                "reward.reading=rollout"):
+        with pytest.raises(ValueError, match="promises"):
+            tcfg.validate(tcfg.apply_override(csr, bad))
+    for name, score in (("csr_likelihood", "likelihood"), ("csr_spread", "likelihood_spread")):
+        cfg = tcfg.load_config(ROOT / f"trainers/configs/{name}.yaml")
+        assert cfg["method"] == name and cfg["reward"]["score"] == score
+        tcfg.validate(cfg)
+        with pytest.raises(ValueError, match="promises"):
+            tcfg.validate(tcfg.apply_override(cfg, "reward.score=log"))
+    # the options the paper fixes may still be tuned under its name: λ, ε, bounded, empty answers
+    for ok in ("reward.lambda_max=0.05", "reward.eps=1e-2", "reward.bounded=true", "reward.empty_answer=worst"):
+        tcfg.validate(tcfg.apply_override(csr, ok))
 
 
 def test_group_layout_check_uses_trl_arithmetic():
@@ -568,8 +713,8 @@ def test_two_process_groups_gathered_or_rejected(tmp_path):
         eps=0.01, answers=[["Paris"]] * 2 + [["Bern"]] * 2 + [["Oslo"]] * 2, question=["a", "a", "b", "b", "c", "c"],
     )
     assert outs[0]["gathered"] + outs[1]["gathered"] == pytest.approx(single)
-    # by hand (λ = ½): agreeing correct pairs and Rome (wrong, alone) score ≈ 0; Bern (correct, alone) −1
-    assert single == pytest.approx([0.5 * B1, 0.5 * B1, 0.5 * B1, -0.5, 0.5 * B1, 0.5 * B1])
+    # by hand (λ = 0.1): agreeing correct pairs and Rome (wrong, alone) score log(1 − ε); Bern (correct, alone) log ε
+    assert single == pytest.approx([LAM * L1, LAM * L1, LAM * L1, LAM * L0, LAM * L1, LAM * L1], abs=1e-12)
     for o in outs:
         assert o["error"] and "gather_groups" in o["error"]
 

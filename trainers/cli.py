@@ -5,7 +5,7 @@
     semcal-train protocol [--config trainers/configs/protocol/paper.yaml] [--limit N] [--max-steps S]   (paper protocol)
 
 Overrides are dotted keys of the config (trainers/config.py), values parsed as YAML. Example configs:
-trainers/configs/{csr,rlvr,rlcr,cpu_smoke}.yaml. Exit status 0 on success, 2 on a configuration error.
+trainers/configs/{csr,csr_likelihood,csr_spread,rlvr,rlcr,rd,cpu_smoke}.yaml. Exit status 0 on success, 2 on a configuration error.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import sys
 
 import yaml
 
+from trainers.config import METHODS
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="semcal-train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("positional", nargs="*", help="CONFIG.yaml and/or key.sub=value overrides")
     p.add_argument("--config", "-c", default=None, help="YAML config (see trainers/configs/)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-    p.add_argument("--method", choices=("csr", "rlvr", "rlcr", "rd"), help="shortcut for method=...")
+    p.add_argument("--method", choices=METHODS, help="shortcut for method=...")
     p.add_argument("--output-dir", help="shortcut for output_dir=...")
     p.add_argument("--max-steps", type=int, help="shortcut for grpo.max_steps=...")
     p.add_argument("--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",

@@ -2,10 +2,11 @@
 
 A config is a nested dict. Top-level sections:
 
-- ``method``: ``csr`` | ``rlvr`` | ``rlcr`` | ``rd`` (Rewarding Doubt)
+- ``method``: ``csr`` (the paper's reward) | ``csr_likelihood`` | ``csr_spread`` (semcal's CSR variants) |
+  ``rlvr`` | ``rlcr`` | ``rd`` (Rewarding Doubt)
 - ``model``: ``semcal:NAME`` (resolved by :func:`semcal_eval.models.resolve_pretrained`), a local folder or a hub id
 - ``data``: which training questions and how prompts are written
-- ``reward``: judge, ε, reading, λ(t) schedule, group gathering
+- ``reward``: score, agreement judge, ε, reading, bounded, empty answers, λ(t) schedule, group gathering
 - ``lora``: optional LoRA through peft
 - ``grpo``: passed verbatim to :class:`trl.GRPOConfig` (any of its fields)
 - ``evaluate`` / ``submit``: the harness run and leaderboard submission after training
@@ -20,10 +21,19 @@ from typing import Any
 
 import yaml
 
-from trainers.answer_match import MATCHES
-from trainers.rewards import DEFAULT_EPS, DEFAULT_READING, SCORES, validate_calibration_args
+from trainers.rewards import (
+    AGREEMENT_WRONG,
+    CSR_METHODS,
+    DEFAULT_EPS,
+    DEFAULT_JUDGE,
+    DEFAULT_LAMBDA_MAX,
+    DEFAULT_READING,
+    EMPTY_ANSWERS,
+    SCORES,
+    validate_calibration_args,
+)
 
-METHODS = ("csr", "rlvr", "rlcr", "rd")
+METHODS = (*CSR_METHODS, "rlvr", "rlcr", "rd")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
 
 DEFAULTS: dict[str, Any] = {
@@ -44,27 +54,23 @@ DEFAULTS: dict[str, Any] = {
         # csr/rlvr: stop sampling at the first newline, as the QA tasks do (until "\n"); rlcr never stops there.
         "stop_at_newline": True,
     },
-    # CSR reward defaults chosen with the policy lab (trainers/policy_lab.py, docs/TRAINING.md: shared-parameter
-    # policy, held-out questions, 20 seeds): the likelihood_spread score at λ ≡ 1 (a correct rollout earns
-    # y·K/n_correct, a wrong one is charged its agreement with the group), short-answer matching (match: span), no
-    # std scaling of the advantages (grpo.scale_rewards: none). The paper's pairwise BCE (score: log, λ linear
-    # 0 → ½; chosen earlier by the tabular reward lab) stays an option: in the policy lab it gave ECE 0.94×
-    # RLVR's, the likelihood score alone 0.64×, likelihood_spread 0.54× (0.56× on unseen seeds 100–119).
+    # The paper's CSR reward (method csr): r = r_RLVR + λ(t)·r_cal, r_cal = −mean_{i≠j} BCE(J(C_j,C_i), J(C_j,C*))
+    # in nats with a = clip(J, ε, 1 − ε); λ linear from 0. semcal's variants (csr_likelihood, csr_spread) set
+    # their own score in their YAML; trainers.rewards.CSR_METHODS says which score each method name promises.
     "reward": {
-        "judge": "f1",
+        "judge": DEFAULT_JUDGE,  # J for agreement between rollouts; correctness is always semcal_eval.qa.grading
         "judge_kwargs": {},
-        "eps": DEFAULT_EPS,
+        "eps": DEFAULT_EPS,  # the BCE's one free constant: agreement clipped to [ε, 1 − ε]
         "reading": DEFAULT_READING,
-        "lambda_schedule": "constant",
-        "lambda_max": 1.0,
+        "bounded": False,  # True: r_cal / log(1/ε) ∈ [−1, 0] (then λ is on that scale)
+        "empty_answer": "disagree",  # what the formula gives (an empty answer agrees with nothing); or "worst"
+        "agreement_wrong": "judge",  # "overlap": wrong rows also agree on a shared content word (csr_spread)
+        "lambda_schedule": "linear",
+        "lambda_max": DEFAULT_LAMBDA_MAX,
         "lambda_min": 0.0,
         "lambda_step_fraction": 0.5,
         "gather_groups": False,
-        # log: the paper's pairwise BCE of agreement vs correctness; likelihood: y·(K/n_correct − 1), whose
-        # policy gradient is the log-likelihood of a correct answer (calibrated optimum; docs/TRAINING.md);
-        # likelihood_spread: that, minus a wrong rollout's agreement with its group (acts in all-wrong groups too)
-        "score": "likelihood_spread",
-        "match": "span",  # span: judge short answers, wrong rollouts charged for word overlap; line: whole lines
+        "score": "log",
     },
     "lora": {
         "enabled": False,
@@ -100,7 +106,9 @@ DEFAULTS: dict[str, Any] = {
         "shuffle_dataset": True,
     },
     # Supervised warm-up before GRPO for rlcr/rd (trainers/warmup.py): the base model's greedy answers in the
-    # method's format, confidence = agreement of num_samples sampled answers with the greedy one.
+    # method's format; confidence = the share of num_samples sampled answers that agree with the greedy one, passed
+    # through a Platt map of share → correctness fitted on the warm-up questions (trainers/warmup.py), so the
+    # target is calibrated: the base rate where the model's agreement carries no signal.
     "warmup_sft": {
         "enabled": False,
         "limit": 256,  # training questions used (the first of the shuffled training set)
@@ -212,10 +220,23 @@ def validate(cfg: dict) -> None:
     validate_calibration_args(
         K, r["eps"], r["reading"], r["lambda_schedule"], r["lambda_max"], r["lambda_min"], r["lambda_step_fraction"]
     )
-    if r.get("score", "log") not in SCORES:
-        raise ValueError(f"reward.score must be one of {', '.join(SCORES)}, got {r.get('score')!r}")
-    if r.get("match", "span") not in MATCHES:
-        raise ValueError(f"reward.match must be one of {', '.join(MATCHES)}, got {r.get('match')!r}")
+    if r["score"] not in SCORES:
+        raise ValueError(f"reward.score must be one of {', '.join(SCORES)}, got {r['score']!r}")
+    if r["empty_answer"] not in EMPTY_ANSWERS:
+        raise ValueError(f"reward.empty_answer must be one of {', '.join(EMPTY_ANSWERS)}, got {r['empty_answer']!r}")
+    if r["agreement_wrong"] not in AGREEMENT_WRONG:
+        raise ValueError(
+            f"reward.agreement_wrong must be one of {', '.join(AGREEMENT_WRONG)}, got {r['agreement_wrong']!r}")
+    if not isinstance(r["bounded"], bool):
+        raise ValueError(f"reward.bounded must be true or false, got {r['bounded']!r}")
+    promised = CSR_METHODS.get(cfg["method"], {})
+    for key, want in promised.items():
+        if r[key] != want:
+            other = [m for m, d in CSR_METHODS.items() if d.get(key) == r[key]]
+            hint = f"use method: {other[0]}" if other else "give the design a method name of its own"
+            raise ValueError(
+                f"method {cfg['method']!r} promises reward.{key}={want!r}, got {r[key]!r}: a method's name says "
+                f"which reward it trains; {hint} (trainers.rewards.CSR_METHODS)")
     scale = cfg["grpo"].get("scale_rewards", "group")
     if scale not in ("group", "batch", "none", True, False):
         raise ValueError(
@@ -284,7 +305,7 @@ def check_group_layout(args: Any, gather_groups: bool, method: str) -> None:
     """
     K = args.num_generations
     local = args.per_device_train_batch_size * args.steps_per_generation
-    if method == "csr" and local % K != 0 and not gather_groups:
+    if method in CSR_METHODS and local % K != 0 and not gather_groups:
         raise ValueError(
             f"per_device_train_batch_size × steps_per_generation = {args.per_device_train_batch_size} × "
             f"{args.steps_per_generation} = {local} is not a multiple of num_generations = {K}, so each rank "

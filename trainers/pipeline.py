@@ -30,7 +30,8 @@ def model_args(cfg: dict, paths: dict) -> str:
 
 
 #: The QA tasks' mode (their YAML's ``metadata.mode``) that scores each training method as it was trained.
-EVAL_MODE = {"csr": "agreement", "rlvr": "agreement", "rlcr": "rlcr", "rd": "rd"}
+EVAL_MODE = {"csr": "agreement", "csr_likelihood": "agreement", "csr_spread": "agreement", "rlvr": "agreement",
+             "rlcr": "rlcr", "rd": "rd"}
 
 
 def _task_list(cfg: dict) -> list[str]:

@@ -1,37 +1,55 @@
 """Policy lab: GRPO on a policy with shared parameters, trained on some questions and scored on held-out ones.
 
-Closer to a GRPO run on a language model than the tabular lab (:mod:`trainers.reward_lab`), at the same cost
-(~1 minute for 20 seeds on 2 cores):
+Closer to a GRPO run on a language model than the tabular lab (:mod:`trainers.reward_lab`), and cheap enough to
+run every design on many seeds on 2 CPU cores:
 
-* **World** (:func:`make_world`). N questions; each has W + 1 meanings (0 = correct, 1..W wrong) written in F
-  surface *forms* shared by every meaning — the base string, a paraphrase, and (``adversaries=True``) the tricks
-  of :mod:`trainers.adversaries`: random-word suffixes of 1, 3 and 5 words (for the correct meaning: the gold
-  with chatter), the question repeated before the answer, upper case, punctuation — plus the empty answer.
-  The *base model* is a fixed prior θ0[q, a] (the knowledge of a small LM: probability of the correct meaning
-  spread over [0, 0.9], wrong mass on one or a few wrong answers, 10 % of each meaning on its trick forms).
-  Each meaning also carries an *evidence* score e ~ N(μ·[correct], 1), a feature the policy can learn to trust.
+* **Designs are the shipped configs.** :func:`design_from_config` reads a YAML of ``trainers/configs`` with
+  :func:`trainers.config.load_config` — the method, every ``reward`` option the trainer reads, ``grpo.scale_rewards``
+  and ``num_generations``, and the generation batch (``per_device_train_batch_size × gradient_accumulation_steps``)
+  — so :data:`CSR` (``csr.yaml``, the paper's reward), :data:`CSR_LIKELIHOOD`, :data:`CSR_SPREAD` and :data:`RLVR`
+  are what ``semcal-train`` would run; ablations are derived from them with explicit names (:data:`ABLATIONS`).
+* **World** (:func:`make_world`). N questions; each has W + 1 *entities* (0 = the gold, 1..W wrong answers). Each
+  entity is written in the base string and an alias (the gold's alias is a gold alias, so it is correct; no
+  string judge can tell it is the same entity), and — ``adversaries=True`` — in the trick forms of
+  :data:`trainers.adversaries.GRAMMAR` (:data:`TRICK_FORMS`): surface variants that fold to the same answer
+  (case, quotes, diacritics, Cyrillic homoglyphs, full width, a lead-in), content added to the same claim
+  (random words after or before, chatter, the question repeated, a hedge, a transliteration) and, for the wrong
+  entities, lists with the gold and the negation "not <gold>"; plus the empty answer. The *base model* is a
+  fixed prior θ0[q, a] (the knowledge of a small LM: probability of the gold entity spread over [0, 0.9], wrong
+  mass on one or a few wrong entities, 10 % of each entity on its trick forms). Each entity also carries an
+  *evidence* score e ~ N(μ·[gold], 1), a feature the policy can learn to trust.
+* **Rewards as the trainer computes them**: correctness y = :func:`trainers.rewards.correctness` (the grader,
+  :func:`semcal_eval.qa.grading.grade`) of each candidate string, agreement = ``semcal_eval.qa.agreement_matrix``
+  with the design's judge (``strict`` in every shipped config), for ``agreement_wrong: overlap`` the wrong rows
+  read ``max(overlap_matrix(strings), judge)`` (:func:`trainers.answer_match.overlap_matrix`); then
+  :func:`trainers.rewards.group_calibration_scores` and :func:`trainers.rewards.lambda_at` with the design's
+  options. The strings of every question follow one pattern, so the judge is asked about three questions and the
+  rest are checked to be alike (:func:`make_world` raises otherwise).
 * **Policy** with shared parameters: logit(q, a) = τ_b·θ0[q, a] + v_b·e[q, a] + w_{b, form(a)}, b = the
   question's bucket of base confidence (4 buckets). τ sharpens or flattens (confidence), v trades prior for
   evidence (accuracy), w prefers surface forms (tricks). Nothing is specific to one question, so what is
   learnt on the training questions is what shows on the held-out ones.
-* **GRPO** as TRL 1.16 runs csr.yaml on one GPU: each step draws 4 training questions × K = 8 rollouts (the
-  generation batch of csr.yaml), scores them with the trainer's reward code (correctness, judge agreement and
-  word overlap of the real candidate strings through :func:`trainers.rewards.judged_answers`,
-  ``semcal_eval.qa.agreement_matrix`` and :func:`trainers.answer_match.overlap_matrix`, then
-  :func:`trainers.rewards.group_calibration_scores` and :func:`trainers.rewards.lambda_at`), forms TRL's
-  advantages (:func:`trainers.reward_lab.grpo_advantages`) and takes an Adam step on the mean of
-  A_j·∇ log π(a_j); 500 steps, each design's score and λ(t) (the chosen one: the likelihood score, λ ≡ 1).
-* **Truth** is the candidates' meaning, never the policy's judge: on held-out questions the answer is the greedy
-  string, correct iff its meaning is 0; its confidence is the share of 10 samples with the greedy answer's
-  *meaning* (an empty answer agrees with nothing). Reported: accuracy, ECE (15 bins), Brier, AUROC, ``trick``
-  (the probability of the trick forms on wrong meanings) and ``trick_pay`` (a wrong trick rollout's reward over
-  its plain form's in the same group, during training: > 0 means a trick pays).
-* **Reference**: :func:`fit_likelihood`, the family's maximum-likelihood fit (not RL), says how calibrated this
-  policy family can be on held-out questions.
+* **GRPO** as TRL runs the config on one GPU: each step draws generation_batch / K training questions × K
+  rollouts, scores them, forms TRL's advantages (:func:`trainers.reward_lab.grpo_advantages`, the config's
+  ``scale_rewards``) and takes an Adam step on the mean of A_j·∇ log π(a_j); 500 steps.
+* **Evaluation** on held-out questions: the answer is the greedy string, correct iff the grader says so (as the
+  evaluation tasks grade it); its confidence is the share of 10 samples that make the same *claim* (the same
+  entity in any form; a list or the negation is a claim of its own; an empty answer agrees with nothing) —
+  truth about meaning, not the policy's judge, so a reward that scatters surface variants does not look
+  calibrated for it. Reported: accuracy, ECE (15 bins), Brier, AUROC, ``trick`` (the probability of the
+  trick forms of wrong entities) and the *trick pay* (below).
+* **Trick pay**, measured during training: for every rollout of a *wrong* entity drawn in a trick form, the reward
+  it earned minus the reward the entity's plain (base) form would have earned in the same group, the rest of the
+  group unchanged (a counterfactual within the group, so no selection effect); separately for the correctness
+  term and for the calibration term λ(t)·r_cal, overall and per trick form. > 0 means the trick pays.
+* **References**: :func:`fit_likelihood`, the family's maximum-likelihood fit (not RL), says how calibrated this
+  policy family can be on held-out questions; :func:`posthoc_rows` recalibrates the RLVR policy's confidence
+  after training (Platt scaling and isotonic regression, fitted on the training questions, never on the
+  held-out ones).
 
-Not modelled: token-level generation and credit assignment, answers outside the candidate list, a judge that
-makes mistakes on real paraphrases, the KL term, learning-rate schedules, LoRA, sampling temperature; the base
-model's knowledge (θ0, e) is fixed, so accuracy moves only through the shared evidence weight.
+Not modelled: token-level generation and credit assignment, answers outside the candidate list, the KL term,
+learning-rate schedules, LoRA, sampling temperature; the base model's knowledge (θ0, e) is fixed, so accuracy
+moves only through the shared evidence weight.
 """
 
 from __future__ import annotations
@@ -39,7 +57,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -47,170 +66,269 @@ import numpy as np
 from semcal_eval import qa
 from semcal_eval.core import metrics as M
 from semcal_eval.qa.judges import get_judge
+from trainers import adversaries as ADV
 from trainers import rewards as R
 from trainers.answer_match import overlap_matrix
 from trainers.reward_lab import grpo_advantages
 
-__all__ = ["LabDesign", "PolicyWorld", "make_world", "train", "fit_likelihood", "evaluate", "run", "summarise", "DESIGNS",
-           "CHOSEN", "LIKELIHOOD"]
+__all__ = ["LabDesign", "design_from_config", "PolicyWorld", "make_world", "train", "fit_likelihood", "evaluate",
+           "posthoc_rows", "run", "summarise", "format_table", "CSR", "CSR_LIKELIHOOD", "CSR_SPREAD", "RLVR",
+           "CHOSEN", "MAIN", "ABLATIONS", "TRICK_FORMS", "LIKELIHOOD_FIT", "PLATT", "ISOTONIC"]
 
-BASE_FORMS = ("base", "para")
-TRICK_FORMS = ("suffix_1", "suffix_3", "suffix_5", "question_before", "upper", "punct")
+CONFIGS = Path(__file__).resolve().parent / "configs"
+BASE_FORMS = ("base", "alias")
+#: the trick forms of the world, from trainers.adversaries.GRAMMAR ("lower" is left out: the lab's names are
+#: lower case already)
+SURFACE_FORMS = ("upper", "punct", "accent", "homoglyph", "fullwidth", "lead_in")
+CONTENT_FORMS = ("suffix_1", "suffix_3", "suffix_5", "prefix", "chatter", "question_before", "hedge", "translation")
+GOLD_FORMS = ("list_comma", "list_or", "list_either", "negation")
+TRICK_FORMS = SURFACE_FORMS + CONTENT_FORMS + GOLD_FORMS
 N_BUCKETS = 4
-BUCKET_EDGES = (0.25, 0.5, 0.75)  # base confidence (largest meaning mass) buckets
+BUCKET_EDGES = (0.25, 0.5, 0.75)  # base confidence (largest entity mass) buckets
+CALIBRATION_METHODS = ("csr", "csr_likelihood", "csr_spread")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# designs: the shipped configs
 
 
 @dataclass(frozen=True)
 class LabDesign:
-    """A reward design: ``method`` rlvr or csr; ``match`` span (default) or line; TRL's ``scale_rewards``."""
+    """A reward design as a config states it: ``method`` (``rlvr``: r = y; the CSR methods: r = y + λ(t)·r_cal,
+    weights (1, 1)), the ``reward`` options the trainer passes to :func:`trainers.rewards.calibration_reward`,
+    TRL's ``scale_rewards``, ``num_generations`` and the generation batch. Build it with
+    :func:`design_from_config`; derive ablations with :func:`dataclasses.replace` and a name of their own."""
 
     name: str
-    method: str = "csr"
-    match: str = R.DEFAULT_MATCH
-    scale_rewards: str = "none"
-    lambda_schedule: str = "linear"
-    lambda_max: float = R.DEFAULT_LAMBDA_MAX
-    reading: str = R.DEFAULT_READING
-    score: str = "log"
+    method: str
+    score: str
+    reading: str
+    bounded: bool
+    eps: float
+    empty_answer: str
+    lambda_schedule: str
+    lambda_max: float
+    lambda_min: float
+    judge: str
+    agreement_wrong: str
+    scale_rewards: str
+    num_generations: int
+    generation_batch: int
+    config: str = ""
+
+    def __post_init__(self):
+        if self.method != "rlvr" and self.method not in CALIBRATION_METHODS:
+            raise ValueError(f"the policy lab trains rlvr and {', '.join(CALIBRATION_METHODS)}, not {self.method!r}")
+        if self.agreement_wrong not in ("judge", "overlap"):
+            raise ValueError(f"agreement_wrong must be judge or overlap, got {self.agreement_wrong!r}")
 
     @property
     def weights(self) -> list[float]:
         return [1.0] if self.method == "rlvr" else [1.0, 1.0]
 
 
-RLVR = LabDesign("RLVR (scale none)", method="rlvr")
-BEFORE = LabDesign("CSR before issue 22: line match, scale batch", match="line", scale_rewards="batch")
-#: the design chosen before this lab existed (span match, scale none, the paper's pairwise BCE, λ linear 0 → ½)
-BCE = LabDesign("CSR BCE: span match, scale none")
-#: the likelihood form at λ ≡ 1, whose GRPO gradient is (pass@K-weighted) ∇ log π(correct): the default before
-#: likelihood_spread; it cannot act in groups with no correct rollout
-LIKELIHOOD = LabDesign("  likelihood, λ ≡ 1", score="likelihood", lambda_schedule="constant", lambda_max=1.0)
-#: the chosen design: likelihood for correct rollouts, a wrong rollout charged its agreement with the group
-CHOSEN = LabDesign("CSR chosen: likelihood_spread, λ ≡ 1", score="likelihood_spread", lambda_schedule="constant",
-                   lambda_max=1.0)
-DESIGNS = [
-    RLVR,
-    LabDesign("RLVR (scale batch)", method="rlvr", scale_rewards="batch"),
-    BEFORE,
-    LabDesign("  line match, scale none", match="line"),
-    LabDesign("  span match, scale batch", scale_rewards="batch"),
-    BCE,
-    LabDesign("  BCE, λ ≡ ½", lambda_schedule="constant"),
-    LabDesign("  BCE rollout reading", reading="rollout"),
-    LabDesign("  Brier rollout reading", reading="rollout", score="brier"),
-    LabDesign("  likelihood, λ linear 0 → 1", score="likelihood", lambda_max=1.0),
-    LIKELIHOOD,
-    LabDesign("  likelihood_spread, λ linear 0 → 1", score="likelihood_spread", lambda_max=1.0),
-    CHOSEN,
+def design_from_config(path: str | Path, name: str | None = None) -> LabDesign:
+    """The lab design of a shipped config (a YAML path, or a name in ``trainers/configs``), every option read
+    from :func:`trainers.config.load_config`; ``name`` defaults to the method."""
+    from trainers.config import load_config
+
+    p = Path(path)
+    if p.suffix not in (".yaml", ".yml"):
+        p = CONFIGS / f"{path}.yaml"
+    cfg = load_config(p)
+    r, g = cfg["reward"], cfg["grpo"]
+    scale = {True: "group", False: "none"}.get(g.get("scale_rewards", "group"), g.get("scale_rewards", "group"))
+    return LabDesign(
+        name=name or cfg["method"], method=cfg["method"], score=r["score"], reading=r["reading"],
+        bounded=bool(r["bounded"]), eps=float(r["eps"]), empty_answer=r["empty_answer"],
+        lambda_schedule=r["lambda_schedule"], lambda_max=float(r["lambda_max"]), lambda_min=float(r["lambda_min"]),
+        judge=r["judge"], agreement_wrong=r["agreement_wrong"], scale_rewards=scale,
+        num_generations=int(g["num_generations"]),
+        generation_batch=int(g["per_device_train_batch_size"]) * int(g.get("gradient_accumulation_steps", 1)),
+        config=str(p),
+    )
+
+
+CSR = design_from_config(CONFIGS / "csr.yaml", "csr (paper)")
+CSR_LIKELIHOOD = design_from_config(CONFIGS / "csr_likelihood.yaml", "csr_likelihood")
+CSR_SPREAD = design_from_config(CONFIGS / "csr_spread.yaml", "csr_spread")
+RLVR = design_from_config(CONFIGS / "rlvr.yaml", "rlvr")
+#: the shipped default method (csr.yaml)
+CHOSEN = CSR
+#: the table's designs
+MAIN = [CSR, CSR_LIKELIHOOD, CSR_SPREAD, RLVR]
+#: one option changed at a time, each named for what it changes
+ABLATIONS = [
+    replace(CSR, name="csr (paper), λ ≡ λ_max from step 0", lambda_schedule="constant"),
+    replace(CSR, name="csr (paper), bounded (÷ log 1/ε), λ 0 → ½", bounded=True, lambda_max=0.5),
+    replace(CSR, name="csr (paper), empty answer worst", empty_answer="worst"),
+    replace(CSR, name="csr (paper), rollout reading", reading="rollout"),
+    replace(CSR, name="csr (paper), wrong rows by overlap", agreement_wrong="overlap"),
+    replace(CSR_LIKELIHOOD, name="csr_likelihood, λ linear 0 → 1", lambda_schedule="linear"),
+    replace(CSR_SPREAD, name="csr_spread, wrong rows by the judge only", agreement_wrong="judge"),
+    replace(CSR_SPREAD, name="csr_spread, λ linear 0 → 1", lambda_schedule="linear"),
+    replace(RLVR, name="rlvr, scale batch", scale_rewards="batch"),
 ]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the world
 
 
 @dataclass
 class PolicyWorld:
     questions: list[str]
     golds: list[list[str]]
-    candidates: list[list[str]]
-    meaning: np.ndarray  # M: 0 correct, 1..W wrong, −1 empty
+    candidates: "list[list[str]]"  # built on first access (_Candidates)
+    source: np.ndarray  # M: entity 0 (gold) .. W, −1 empty
+    meaning: np.ndarray  # M: the claim, for the evaluation: entity, W + m (list with entity m), 2W + 1 (negation), −1
     form: np.ndarray  # M: index into forms (empty: len(forms))
     forms: tuple[str, ...]
+    correct: np.ndarray  # M: the grader's verdict (the same for every question; checked)
+    empty: np.ndarray  # M: the trainer's "empty answer"
     theta0: np.ndarray  # N×M
     evidence: np.ndarray  # N×M
     bucket: np.ndarray  # N
-    judged: dict = field(repr=False)  # match → (y M, A M×M strict, Aw M×M or None, empty M)
+    judged: dict = field(repr=False)  # judge name → (A M×M, max(overlap, A) M×M)
+    probe: list = field(repr=False, default_factory=list)  # the questions the judge was asked about
 
     @property
     def trick(self) -> np.ndarray:
         return np.isin(self.form, [self.forms.index(f) for f in TRICK_FORMS if f in self.forms])
 
+    def agreement(self, judge: str) -> tuple[np.ndarray, np.ndarray]:
+        if judge not in self.judged:
+            self.judged[judge] = _judge_world(self, judge)
+        return self.judged[judge]
 
-def _strings(q: int, W: int, forms: tuple[str, ...]) -> tuple[list[str], list[int], list[int], str]:
+
+def _strings(q: int, n_wrong: int, forms: tuple[str, ...]):
+    """Candidate strings of question q with their source entity, claim and form; trick forms come from
+    trainers.adversaries.GRAMMAR with randomness that depends on (entity, form) only, so every question (of
+    every world) has the same pattern: the same filler words, hedges, marks and letters changed."""
     question = f"Which thing{q} is the topic{q}?"
-    cands, meaning, form = [], [], []
-    for m in range(W + 1):
-        base = f"gold{q}" if m == 0 else f"wrong{q}x{m}"
+    gold = f"gold{q}"
+    alias = f"alt{q}x0"
+    cands, source, meaning, form = [], [], [], []
+    for m in range(n_wrong + 1):
+        base = gold if m == 0 else f"wrong{q}x{m}"
         for fi, f in enumerate(forms):
+            if m == 0 and f in GOLD_FORMS:
+                continue  # a list of the gold with itself, "not" the gold as the gold's own form: not defined
             if f == "base":
                 s = base
-            elif f == "para":
-                s = f"{base} aka{q}x{m}"
-            elif f.startswith("suffix_"):
-                n = int(f.split("_")[1])
-                # the correct meaning's suffix forms are the gold with chatter; every word unique to (q, m)
-                s = base + " " + " ".join(f"pad{q}x{m}x{t}" for t in range(n))
-            elif f == "question_before":
-                s = f"{question} {base}"
-            elif f == "upper":
-                s = base.upper()
+            elif f == "alias":
+                s = alias if m == 0 else f"alt{q}x{m}"
             else:
-                s = f'"{base}"!'
+                s = ADV.transform(f, base, question, np.random.default_rng([m, fi]), gold=gold)
             cands.append(s)
-            meaning.append(m)
+            source.append(m)
             form.append(fi)
+            meaning.append(2 * n_wrong + 1 if f == "negation" else n_wrong + m if f in GOLD_FORMS else m)
     cands.append("")
+    source.append(-1)
     meaning.append(-1)
     form.append(len(forms))
-    return cands, meaning, form, question
+    return cands, source, meaning, form, question, [gold, alias]
 
 
-def _judge_world(question: str, cands: list[str], gold: list[str], match: str):
-    """What the trainer's reward code says about every candidate: correctness, the judge's agreement of the
-    judged answers, the overlap matrix (span) and emptiness — as trainers.rewards.calibration_reward reads them."""
-    jd = get_judge("f1")
-    n = len(cands)
-    judged = R.judged_answers(cands, [question] * n, [gold] * n, match)
-    y = np.asarray(R.correctness([question] * n, judged, [gold] * n, jd), float)
-    A = np.asarray(qa.agreement_matrix(question, judged, jd), float)
-    Aw = np.maximum(overlap_matrix(cands, question), A).astype(float) if match == "span" else None
-    empty = np.array([not j.strip() for j in judged])
+def _judge_question(question: str, cands: list[str], golds: list[str], judge: str):
+    """What the trainer's reward code says about every candidate of one question: correctness
+    (trainers.rewards.correctness), the judge's agreement matrix of the answers, the overlap reading of the
+    wrong rows and emptiness — as trainers.rewards.calibration_reward reads a group."""
+    preds = [R.extract_answer(R.completion_text(c)) for c in cands]
+    n = len(preds)
+    y = np.asarray(R.correctness([question] * n, preds, [golds] * n), float)
+    A = np.asarray(qa.agreement_matrix(question, preds, get_judge(judge)), float)
+    Aw = np.maximum(np.asarray(overlap_matrix(preds, question), float), A)
+    empty = np.array([not p.strip() for p in preds])
     return y, A, Aw, empty
+
+
+_JUDGED: dict = {}  # (n_wrong, forms, judge, probe questions) → what the trainer's code says (same for every world)
+
+
+def _judge_world(world: PolicyWorld, judge: str):
+    key = (int(world.source.max()), world.forms, judge, tuple(world.probe))
+    if key not in _JUDGED:
+        got = None
+        for q in world.probe:
+            res = _judge_question(world.questions[q], world.candidates[q], world.golds[q], judge)
+            if got is None:
+                got = res
+            elif not all(np.array_equal(a, b) for a, b in zip(res, got)):
+                raise AssertionError(f"the {judge} judge treats two questions of the lab differently; check _strings")
+        _JUDGED[key] = got
+    y, A, Aw, empty = _JUDGED[key]
+    if not np.array_equal(y, world.correct) or not np.array_equal(empty, world.empty):
+        raise AssertionError("the trainer's correctness or emptiness differs from the world's")
+    return A, Aw
+
+
+class _Candidates:
+    """The candidate strings of each question, built on first access (the rewards need only the pattern)."""
+
+    def __init__(self, n: int, n_wrong: int, forms: tuple[str, ...]):
+        self._n, self._args, self._cache = n, (n_wrong, forms), {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, q: int) -> list[str]:
+        q = range(self._n)[q]
+        if q not in self._cache:
+            self._cache[q] = _strings(q, *self._args)[0]
+        return self._cache[q]
+
+    def __iter__(self):
+        return (self[q] for q in range(self._n))
 
 
 def make_world(n_questions: int = 400, seed: int = 0, n_wrong: int = 6, adversaries: bool = True,
                evidence_mu: float = 1.0, acc_max: float = 0.9, acc_power: float = 3.0,
-               empty_mass: float = 0.03) -> PolicyWorld:
+               empty_mass: float = 0.03, judges: tuple[str, ...] = ("strict",)) -> PolicyWorld:
     """N questions with base priors θ0, evidence and confidence buckets (see the module docstring)."""
     rng = np.random.default_rng(seed)
     forms = BASE_FORMS + (TRICK_FORMS if adversaries else ())
-    qs, golds, cands, theta, ev = [], [], [], [], []
-    meaning = form = None
-    judged: dict = {}
-    for q in range(n_questions):
-        c, mn, fm, question = _strings(q, n_wrong, forms)
-        meaning, form = np.asarray(mn), np.asarray(fm)
-        qs.append(question)
-        golds.append([c[0]])
-        cands.append(c)
-        # the word pattern is the same for every question: judge one, check two more
-        if q in (0, n_questions // 2, n_questions - 1):
-            for match in R.MATCHES:
-                got = _judge_world(question, c, [c[0]], match)
-                if match in judged:
-                    for a, b in zip(got, judged[match]):
-                        if not (a is None and b is None) and not np.array_equal(a, b):
-                            raise AssertionError("the judge treats two lab questions differently; check _strings")
-                else:
-                    judged[match] = got
+    _, sc, mn, fm, _, _ = _strings(0, n_wrong, forms)
+    source, meaning, form = np.asarray(sc), np.asarray(mn), np.asarray(fm)
+    qs = [f"Which thing{q} is the topic{q}?" for q in range(n_questions)]
+    golds = [[f"gold{q}", f"alt{q}x0"] for q in range(n_questions)]
+    # each entity's share of its mass by form: 60 % base, 30 % alias, 10 % over its trick forms
+    share = np.zeros(len(source))
+    for m in range(n_wrong + 1):
+        sel = source == m
+        f = form[sel]
+        n_tricks = int((f >= 2).sum())
+        sh = np.where(f == 0, 0.6, np.where(f == 1, 0.3, 0.1 / max(n_tricks, 1)))
+        share[sel] = sh / sh.sum()
+    theta, ev = [], []
+    for _q in range(n_questions):
         a = acc_max * rng.uniform() ** acc_power
         alpha = math.exp(rng.uniform(math.log(0.03), 0.0))
         mm = np.concatenate([[a], (1 - a - empty_mass) * rng.dirichlet(np.full(n_wrong, alpha))])
-        share = np.array([0.6, 0.3] + ([0.1 / len(TRICK_FORMS)] * len(TRICK_FORMS) if adversaries else []))
-        share = share / share.sum()
-        mass = np.zeros(len(c))
-        for m in range(n_wrong + 1):
-            mass[meaning == m] = mm[m] * share
-        mass[-1] = empty_mass
+        mass = np.where(source >= 0, mm[np.maximum(source, 0)] * share, empty_mass)
         theta.append(np.log(np.maximum(mass, 1e-12)))
         e = rng.normal(size=n_wrong + 1)
         e[0] += evidence_mu
-        ev.append(np.append(e[meaning[:-1]], 0.0))
-    truth = (meaning == 0).astype(float)
-    if not np.array_equal(judged["span"][0], truth):
-        raise AssertionError("span matching must find every correct form (gold with chatter included) correct")
+        ev.append(np.where(source >= 0, e[np.maximum(source, 0)], 0.0))
+    # what the grader must say, by construction: the gold entity in its base, alias and surface forms
+    fi = {f: i for i, f in enumerate(forms)}
+    correct = ((source == 0) & np.isin(form, [fi[f] for f in ("base", "alias", *SURFACE_FORMS) if f in fi])
+               ).astype(float)
     theta = np.asarray(theta)
     p0 = np.exp(theta)
-    top = np.stack([(p0 * (meaning == m)).sum(axis=1) for m in range(n_wrong + 1)], axis=1).max(axis=1)
-    return PolicyWorld(qs, golds, cands, meaning, form, forms, theta, np.asarray(ev),
-                       np.digitize(top, BUCKET_EDGES), judged)
+    top = np.stack([(p0 * (source == m)).sum(axis=1) for m in range(n_wrong + 1)], axis=1).max(axis=1)
+    world = PolicyWorld(qs, golds, _Candidates(n_questions, n_wrong, forms), source, meaning, form, forms, correct,
+                        source < 0, theta, np.asarray(ev), np.digitize(top, BUCKET_EDGES), {},
+                        sorted({0, n_questions // 2, n_questions - 1}))
+    for j in judges:
+        world.agreement(j)
+    return world
+
+
+# ----------------------------------------------------------------------------------------------------------
+# policy and GRPO
 
 
 def _logits(world: PolicyWorld, params: dict, rows: np.ndarray) -> np.ndarray:
@@ -230,50 +348,60 @@ def _sample(pi: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def group_rewards(world: PolicyWorld, design: LabDesign, idx: np.ndarray, step: int, max_steps: int) -> np.ndarray:
-    """Reward functions' outputs for rollouts ``idx`` (G×K candidate indices): (G·K)×F, as the trainer's."""
-    y_all, A_all, Aw_all, e_all = world.judged[design.match]
-    y = y_all[idx]
+    """Reward functions' outputs for rollouts ``idx`` (G×K candidate indices): (G·K)×F, as the trainer's
+    (F = 1 for rlvr; correctness and λ(t)·r_cal for the CSR methods)."""
+    y = world.correct[idx]
     if design.method == "rlvr":
         return y.reshape(-1, 1)
+    A_all, Aw_all = world.agreement(design.judge)
     A = A_all[idx[:, :, None], idx[:, None, :]]
-    Aw = None if Aw_all is None else Aw_all[idx[:, :, None], idx[:, None, :]]
-    r_cal, _ = R.group_calibration_scores(A, y, R.DEFAULT_EPS, design.reading, empty=e_all[idx], agreement_wrong=Aw,
-                                         score=design.score)
-    lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.lambda_schedule, design.lambda_max)
+    Aw = Aw_all[idx[:, :, None], idx[:, None, :]] if design.agreement_wrong == "overlap" else None
+    r_cal, _ = R.group_calibration_scores(A, y, design.eps, design.reading, empty=world.empty[idx],
+                                         score=design.score, bounded=design.bounded,
+                                         empty_answer=design.empty_answer, agreement_wrong=Aw)
+    lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.lambda_schedule,
+                      design.lambda_max, design.lambda_min)
     return np.stack([y.reshape(-1), lam * r_cal.reshape(-1)], axis=1)
 
 
 def _trick_pay(world: PolicyWorld, design: LabDesign, idx: np.ndarray, rew: np.ndarray, step: int, steps: int,
                pay: dict) -> None:
-    """Add to ``pay`` each wrong trick rollout's reward gain over its plain (base-form) counterfactual."""
-    w = np.asarray(design.weights)
-    total = (rew * w).sum(axis=1).reshape(idx.shape)
-    m = world.meaning[idx]
-    g, j = np.nonzero((m > 0) & world.trick[idx])
+    """Add to ``pay`` each wrong-entity trick rollout's reward over its plain (base-form) counterfactual, per
+    term and per form: ``pay["corr"]``, ``pay["cal"]``, ``pay["n"]`` (arrays over the world's forms)."""
+    F = rew.shape[1]
+    per = rew.reshape(idx.shape + (F,))
+    src = world.source[idx]
+    g, j = np.nonzero((src > 0) & world.trick[idx])
     if not len(g):
         return
-    plain = np.flatnonzero(world.form == world.forms.index("base"))  # candidate index of meaning k's base form
+    base_of = {int(m): int(np.flatnonzero((world.source == m) & (world.form == 0))[0])
+               for m in np.unique(src[g, j])}
     cf = idx[g].copy()
-    cf[np.arange(len(g)), j] = plain[m[g, j]]
-    cf_total = (group_rewards(world, design, cf, step, steps) * w).sum(axis=1).reshape(cf.shape)
-    pay["sum"] = pay.get("sum", 0.0) + float((total[g, j] - cf_total[np.arange(len(g)), j]).sum())
-    pay["n"] = pay.get("n", 0) + len(g)
+    cf[np.arange(len(g)), j] = [base_of[int(m)] for m in src[g, j]]
+    cf_rew = group_rewards(world, design, cf, step, steps).reshape(cf.shape + (F,))
+    d = per[g, j] - cf_rew[np.arange(len(g)), j]
+    f = world.form[idx[g, j]]
+    nF = len(world.forms) + 1
+    for key, col in (("corr", d[:, 0]), ("cal", d[:, 1] if F > 1 else np.zeros(len(g)))):
+        pay.setdefault(key, np.zeros(nF))
+        np.add.at(pay[key], f, col)
+    pay.setdefault("n", np.zeros(nF))
+    np.add.at(pay["n"], f, 1)
 
 
 def init_params(world: PolicyWorld) -> dict:
     return {"tau": np.ones(N_BUCKETS), "v": np.zeros(N_BUCKETS), "w": np.zeros((N_BUCKETS, len(world.forms) + 1))}
 
 
-def train(world: PolicyWorld, design: LabDesign, train_rows: np.ndarray, steps: int = 500, prompts: int = 4,
-          K: int = 8, lr: float = 0.02, seed: int = 0, pay: dict | None = None) -> dict:
-    """``steps`` GRPO steps of ``prompts`` training questions × K rollouts; Adam on the shared parameters.
+def train(world: PolicyWorld, design: LabDesign, train_rows: np.ndarray, steps: int = 500, K: int | None = None,
+          lr: float = 0.02, seed: int = 0, pay: dict | None = None) -> dict:
+    """``steps`` GRPO steps of (generation batch / K) training questions × K rollouts (K: the design's
+    ``num_generations`` unless given); Adam on the shared parameters.
 
-    ``pay`` (a dict, filled in place): for every *wrong* rollout drawn in a trick form, its total reward minus
-    the total reward it would have earned as the plain (base) form of the same meaning, the rest of its group
-    unchanged (a counterfactual within the group, so no selection effect); summed in ``pay["sum"]`` over
-    ``pay["n"]`` rollouts. ``trick_pay`` > 0 is what "a trick pays" means (issue 22, item 1). (The trick *mass*
-    is no such test: the form weights are shared by right and wrong meanings, so it also grows when the
-    gold-with-chatter forms are rewarded for being correct.)"""
+    ``pay`` (a dict, filled in place): the trick pay of :func:`_trick_pay`. (The trick *mass* is no such test:
+    the form weights are shared by right and wrong entities.)"""
+    K = int(K or design.num_generations)
+    prompts = max(design.generation_batch // K, 1)
     rng = np.random.default_rng(seed)
     params = init_params(world)
     m1 = {k: np.zeros_like(v) for k, v in params.items()}
@@ -315,14 +443,14 @@ def _adam_ascent(params: dict, grads: dict, m1: dict, m2: dict, t: int, lr: floa
 
 def fit_likelihood(world: PolicyWorld, train_rows: np.ndarray, steps: int = 1500, lr: float = 0.05) -> dict:
     """Reference, not RL: the policy family's maximum-likelihood fit, Adam on the exact gradient of
-    mean_q log π(correct meaning | q) over the training questions (∇ = E_{π(·|correct)} φ − E_π φ). A
-    well-specified family's likelihood maximiser is calibrated, so its held-out ECE says how calibrated this
-    family *can* be; an RL design that stays far above it is held back by its reward, not by the policy."""
+    mean_q log π(correct | q) over the training questions (correct = the grader's verdict; ∇ = E_{π(·|correct)} φ
+    − E_π φ). A well-specified family's likelihood maximiser is calibrated, so its held-out ECE says how
+    calibrated this family *can* be; an RL design that stays far above it is held back by its reward."""
     params = init_params(world)
     m1 = {k: np.zeros_like(v) for k, v in params.items()}
     m2 = {k: np.zeros_like(v) for k, v in params.items()}
     nF, n = len(world.forms) + 1, len(train_rows)
-    correct = world.meaning == 0
+    correct = world.correct > 0
     b, th, ev = world.bucket[train_rows], world.theta0[train_rows], world.evidence[train_rows]
     F = np.eye(nF)[world.form]
     for t in range(1, steps + 1):
@@ -337,36 +465,107 @@ def fit_likelihood(world: PolicyWorld, train_rows: np.ndarray, steps: int = 1500
     return params
 
 
+# ----------------------------------------------------------------------------------------------------------
+# evaluation and post-hoc recalibration
+
 LIKELIHOOD_FIT = "reference: likelihood fit (not RL)"
+PLATT = "rlvr + Platt (post hoc)"
+ISOTONIC = "rlvr + isotonic (post hoc)"
+SAMPLES = 10
 
 
-def evaluate(world: PolicyWorld, params: dict, rows: np.ndarray, samples: int = 10, seed: int = 0) -> dict:
-    """Held-out metrics by true meaning: greedy answer, confidence = share of samples with its meaning."""
+def _metrics(conf: np.ndarray, correct: np.ndarray) -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", M.SemcalMetricWarning)
+        auroc = M.auroc_confidence(y_true=correct, y_prob=conf)
+    return {"acc": float(correct.mean()), "ece": M.ece(y_true=correct, y_prob=conf, n_bins=15),
+            "brier": M.brier_confidence(y_true=correct, y_prob=conf), "auroc": auroc}
+
+
+def confidences(world: PolicyWorld, params: dict, rows: np.ndarray, samples: int = SAMPLES, seed: int = 0
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(confidence, correct, π) on ``rows``: greedy answer, graded; confidence = share of ``samples`` samples
+    making its claim (0 for an empty greedy answer)."""
     pi = _softmax(_logits(world, params, rows))
     g = pi.argmax(axis=1)
     mg = world.meaning[g]
-    correct = (mg == 0).astype(float)
+    correct = world.correct[g]
     smp = _sample(pi, samples, np.random.default_rng(seed))
     conf = ((world.meaning[smp] == mg[:, None]) & (mg[:, None] >= 0)).mean(axis=1)
-    wrong_trick = world.trick & (world.meaning > 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", M.SemcalMetricWarning)
-        auroc = M.auroc_confidence(conf, correct)
-    return {"acc": float(correct.mean()), "ece": M.ece(conf, correct, 15), "brier": M.brier_confidence(conf, correct),
-            "auroc": auroc, "trick": float((pi * wrong_trick).sum(axis=1).mean()),
+    return conf, correct, pi
+
+
+def evaluate(world: PolicyWorld, params: dict, rows: np.ndarray, samples: int = SAMPLES, seed: int = 0) -> dict:
+    """Held-out metrics (:func:`confidences`); ``trick``: the probability of the wrong entities' content and gold
+    trick forms; ``empty``: the empty answer's."""
+    conf, correct, pi = confidences(world, params, rows, samples, seed)
+    # the wrong entities' forms that change the answer string for the grader (content and gold tricks; the
+    # surface forms are the same answer, and the gold's surface forms share their form weights)
+    wrong_trick = world.trick & (world.source > 0) & ~np.isin(
+        world.form, [world.forms.index(f) for f in SURFACE_FORMS if f in world.forms])
+    return {**_metrics(conf, correct), "trick": float((pi * wrong_trick).sum(axis=1).mean()),
             "empty": float(pi[:, -1].mean())}
 
 
+def _logit(c: np.ndarray, samples: int) -> np.ndarray:
+    # a share of `samples` samples is 0 or 1 at the ends: clip half a sample in, so the logit is finite
+    lo = 0.5 / samples
+    c = np.clip(c, lo, 1 - lo)
+    return np.log(c / (1 - c))
+
+
+def fit_platt(conf: np.ndarray, correct: np.ndarray, samples: int = SAMPLES):
+    """Platt scaling: an (unpenalised) logistic regression of correctness on logit(confidence)."""
+    from sklearn.linear_model import LogisticRegression
+
+    if len(np.unique(correct)) < 2:  # one class only: the constant rate is the fit
+        rate = float(np.mean(correct))
+        return lambda c: np.full(len(c), rate)
+    lr = LogisticRegression(C=np.inf).fit(_logit(conf, samples)[:, None], correct.astype(int))
+    return lambda c: lr.predict_proba(_logit(c, samples)[:, None])[:, 1]
+
+
+def fit_isotonic(conf: np.ndarray, correct: np.ndarray):
+    """Isotonic regression of correctness on the confidence (increasing, clipped outside the fitted range)."""
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(conf, correct)
+    return lambda c: iso.predict(c)
+
+
+def posthoc_rows(world: PolicyWorld, params: dict, fit_rows: np.ndarray, eval_rows: np.ndarray, fit_seed: int,
+                 eval_seed: int, samples: int = SAMPLES) -> dict:
+    """Post-hoc recalibration of a trained policy's confidence: Platt and isotonic maps fitted on ``fit_rows``
+    (the training questions) and applied to ``eval_rows`` (held out; must be disjoint). The answers, and so
+    the accuracy, are the policy's own."""
+    fit_rows, eval_rows = np.asarray(fit_rows), np.asarray(eval_rows)
+    if np.intersect1d(fit_rows, eval_rows).size:
+        raise ValueError("post-hoc calibrators must be fitted on questions disjoint from the evaluation's")
+    cf, yf, _ = confidences(world, params, fit_rows, samples, fit_seed)
+    ce, ye, _ = confidences(world, params, eval_rows, samples, eval_seed)
+    return {PLATT: _metrics(fit_platt(cf, yf, samples)(ce), ye), ISOTONIC: _metrics(fit_isotonic(cf, yf)(ce), ye)}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# runs and the table
+
+
 def run(designs=None, seeds=tuple(range(20)), n_questions: int = 400, adversaries: bool = True, steps: int = 500,
-        lr: float = 0.02, K: int = 8, reference: bool = False) -> dict:
-    """Every design on the same worlds (paired by seed); half the questions train, half are held out.
-    ``reference``: add the family's likelihood fit (:func:`fit_likelihood`) as a row."""
-    designs = DESIGNS if designs is None else designs
+        lr: float = 0.02, K: int | None = None, reference: bool = True, posthoc: bool = True,
+        progress=None) -> dict:
+    """Every design on the same worlds (paired by seed); half the questions train, half are held out. ``K``
+    overrides every design's ``num_generations`` (the generation batch stays the config's). ``reference``: the
+    family's likelihood fit; ``posthoc``: Platt and isotonic recalibration of the design named ``rlvr``
+    (fitted on the training questions). ``progress``: called with a line after each seed."""
+    designs = MAIN if designs is None else designs
+    rl = next((d for d in designs if d.name == RLVR.name), None)
     out: dict = {"initial": []}
     if reference:
         out[LIKELIHOOD_FIT] = []
     for d in designs:
         out[d.name] = []
+    if posthoc and rl is not None:
+        out[PLATT], out[ISOTONIC] = [], []
     t0 = time.perf_counter()
     for s in seeds:
         world = make_world(n_questions, seed=s, adversaries=adversaries)
@@ -380,10 +579,21 @@ def run(designs=None, seeds=tuple(range(20)), n_questions: int = 400, adversarie
             p = train(world, d, tr, steps=steps, K=K, lr=lr, seed=30_000 + s, pay=pay)
             ev = evaluate(world, p, te, seed=20_000 + s)
             if adversaries:
-                ev["trick_pay"] = pay.get("sum", 0.0) / max(pay.get("n", 0), 1)
+                n = pay.get("n", np.zeros(1))
+                ev["pay_corr"] = float(pay["corr"].sum() / max(n.sum(), 1)) if "corr" in pay else 0.0
+                ev["pay_cal"] = float(pay["cal"].sum() / max(n.sum(), 1)) if "cal" in pay else 0.0
+                ev["pay_forms"] = {f: (float(pay["corr"][i] / n[i]), float(pay["cal"][i] / n[i]), int(n[i]))
+                                   for i, f in enumerate(world.forms) if "n" in pay and n[i] > 0}
             out[d.name].append(ev)
+            if posthoc and d is rl:
+                for name, m in posthoc_rows(world, p, tr, te, 40_000 + s, 20_000 + s).items():
+                    out[name].append(m)
+        if progress is not None:
+            progress(f"seed {s} done, {time.perf_counter() - t0:.0f} s")
+    Ks = sorted({int(K or d.num_generations) for d in designs})
     out["_meta"] = {"seconds": time.perf_counter() - t0, "seeds": list(seeds), "n_questions": n_questions,
-                    "adversaries": adversaries, "steps": steps, "lr": lr, "K": K}
+                    "adversaries": adversaries, "steps": steps, "lr": lr, "K": Ks[0] if len(Ks) == 1 else Ks,
+                    "prompts": sorted({max(d.generation_batch // int(K or d.num_generations), 1) for d in designs})}
     return out
 
 
@@ -393,9 +603,19 @@ def _t95(n: int) -> float:
     return float(t.ppf(0.975, n - 1)) if n > 1 else float("nan")
 
 
+def _ci(a) -> tuple[float, float]:
+    a = np.asarray(a, float)
+    a = a[np.isfinite(a)]
+    n = len(a)
+    if not n:
+        return float("nan"), float("nan")
+    return float(a.mean()), (_t95(n) * float(a.std(ddof=1)) / math.sqrt(n)) if n > 1 else 0.0
+
+
 def summarise(res: dict, ref: str = RLVR.name) -> list[dict]:
-    """Per design: mean and 95 % t-interval (over seeds) of each metric; paired against ``ref``: Δacc and the
-    ECE ratio (mean ECE / mean ECE of ref) with the worst seed of each; Δtrick = trick mass − ref's."""
+    """Per row: mean and 95 % t-interval (over seeds) of each metric; paired against ``ref``: Δacc and the ECE
+    ratio (per-seed ECE / ref's ECE), each with its t-interval and worst seed; trick pay per term (mean per
+    trick rollout) and the form whose calibration pay is largest."""
     rows = []
     base = res[ref]
     for name, runs in res.items():
@@ -403,36 +623,63 @@ def summarise(res: dict, ref: str = RLVR.name) -> list[dict]:
             continue
         n = len(runs)
         row = {"design": name, "n": n}
-        for k in runs[0]:
-            a = np.array([r[k] for r in runs], float)
-            mu, sd = float(np.nanmean(a)), float(np.nanstd(a, ddof=1)) if n > 1 else 0.0
-            row[k] = (mu, _t95(n) * sd / math.sqrt(n))
+        for k in ("acc", "ece", "brier", "auroc", "trick", "pay_corr", "pay_cal"):
+            if k in runs[0]:
+                row[k] = _ci([r[k] for r in runs])
         dacc = np.array([r["acc"] - b["acc"] for r, b in zip(runs, base)])
         ratio = np.array([r["ece"] / b["ece"] if b["ece"] > 0 else np.nan for r, b in zip(runs, base)])
-        row["dacc"] = (float(dacc.mean()), _t95(n) * float(dacc.std(ddof=1)) / math.sqrt(n), float(dacc.min()))
-        row["ece_ratio"] = (float(np.mean([r["ece"] for r in runs]) / np.mean([b["ece"] for b in base])),
-                            float(np.nanmax(ratio)))
-        row["dtrick"] = float(np.mean([r["trick"] - b["trick"] for r, b in zip(runs, base)]))
-        if "trick_pay" not in runs[0]:
-            row["trick_pay"] = (0.0, 0.0)  # no trick forms in the world (or the untrained policy): nothing can pay
+        row["dacc"] = (*_ci(dacc), float(dacc.min()))
+        row["ece_ratio"] = (*_ci(ratio), float(np.nanmax(ratio)))
+        if "pay_forms" in runs[0]:
+            forms = sorted({f for r in runs for f in r["pay_forms"]})
+            per = {f: _ci([r["pay_forms"][f][1] for r in runs if f in r["pay_forms"]]) for f in forms}
+            per_c = {f: _ci([r["pay_forms"][f][0] for r in runs if f in r["pay_forms"]]) for f in forms}
+            row["pay_forms_cal"], row["pay_forms_corr"] = per, per_c
+            if per:
+                worst = max(per, key=lambda f: per[f][0])
+                row["worst_form"] = (worst, *per[worst])
         rows.append(row)
     return rows
 
 
-def passes(row: dict) -> bool:
-    """Issue 22's criteria: accuracy within 2 points of RLVR, ECE ≤ 0.6× RLVR's, no trick that pays: the mean
-    reward of a wrong trick rollout is not above a wrong plain one's (``trick_pay`` ≤ 0.005, mean over seeds)."""
-    return row["dacc"][0] >= -0.02 and row["ece_ratio"][0] <= 0.6 and row["trick_pay"][0] <= 0.005
+def _f(v, nd=3) -> str:
+    return f"{v[0]:.{nd}f} ± {v[1]:.{nd}f}"
 
 
 def format_table(rows: list[dict]) -> str:
-    head = ("| design | acc | ECE | Brier | AUROC | trick mass | trick pay | Δacc vs RLVR (worst seed) | "
-            "ECE ratio (worst seed) | passes |")
+    """The main table: metrics, trick pay per term, Δacc and ECE ratio against RLVR with worst seeds."""
+    head = ("| design | acc | ECE | Brier | AUROC | Δacc vs rlvr (worst seed) | ECE ratio vs rlvr (worst seed) | "
+            "trick pay: correctness | trick pay: calibration | largest calibration pay (form) |")
     lines = [head, "|" + "---|" * 10]
     for r in rows:
-        f = lambda k: f"{r[k][0]:.3f} ± {r[k][1]:.3f}"  # noqa: E731
-        lines.append(f"| {r['design']} | {f('acc')} | {f('ece')} | {f('brier')} | {f('auroc')} | {f('trick')} | {f('trick_pay')} | "
-                     f"{r['dacc'][0]:+.3f} ± {r['dacc'][1]:.3f} ({r['dacc'][2]:+.3f}) | "
-                     f"{r['ece_ratio'][0]:.2f} ({r['ece_ratio'][1]:.2f}) | "
-                     f"{('yes' if passes(r) else 'no') if not r['design'].startswith(('RLVR', 'initial', 'reference')) else ''} |")
+        pay_c = _f(r["pay_corr"], 4) if "pay_corr" in r else "—"
+        pay_k = _f(r["pay_cal"], 4) if "pay_cal" in r else "—"
+        worst = "—" if "worst_form" not in r else "none > 0" if r["worst_form"][1] <= 0 else (
+            f"{r['worst_form'][1]:+.4f} ({r['worst_form'][0]})")
+        lines.append(
+            f"| {r['design']} | {_f(r['acc'])} | {_f(r['ece'])} | {_f(r['brier'])} | {_f(r['auroc'])} | "
+            f"{r['dacc'][0]:+.3f} ± {r['dacc'][1]:.3f} ({r['dacc'][2]:+.3f}) | "
+            f"{r['ece_ratio'][0]:.2f} ± {r['ece_ratio'][1]:.2f} ({r['ece_ratio'][2]:.2f}) | {pay_c} | {pay_k} | "
+            f"{worst} |")
+    return "\n".join(lines)
+
+
+def format_pay_by_form(rows: list[dict]) -> str:
+    """Calibration-term trick pay per form (mean over seeds of the mean per rollout; correctness pay is listed
+    only where it is not 0) for every design that has any."""
+    rows = [r for r in rows if r.get("pay_forms_cal")]
+    if not rows:
+        return ""
+    forms = [f for f in TRICK_FORMS if any(f in r["pay_forms_cal"] for r in rows)]
+    lines = ["| form | " + " | ".join(r["design"] for r in rows) + " |", "|" + "---|" * (len(rows) + 1)]
+    for f in forms:
+        cells = []
+        for r in rows:
+            if f not in r["pay_forms_cal"]:
+                cells.append("—")
+                continue
+            c = f"{r['pay_forms_cal'][f][0]:+.4f}"
+            corr = r["pay_forms_corr"][f][0]
+            cells.append(c if corr == 0 else f"{c} (corr {corr:+.4f})")
+        lines.append(f"| {f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

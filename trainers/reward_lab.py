@@ -1,28 +1,34 @@
 """Reward lab: GRPO on a tabular policy, to see what a reward design teaches before a GPU run is paid for.
 
 The model is a table: each of N questions has a categorical policy π_q over M = 37 candidate answers (strings).
-The candidates form meaning clusters: the correct answer in four forms (one of which the token-F1 judge finds
-equivalent to the gold but not to another paraphrase), W = 8 wrong answers each with one paraphrase and two
-*padded variants* ("w pad pad pad": the same wrong meaning, which the judge counts as different from every other
+The candidates form meaning clusters: the correct answer in four forms (the gold, "the gold", "GOLD!" — the
+same answer for the grader — and a gold *alias* the grader accepts but the strict judge cannot link to the
+gold), W = 8 wrong answers each with one paraphrase ("the w", the same answer) and two *padded variants*
+("w pad pad pad": the same wrong meaning, which the strict judge counts as different from every other
 candidate), and the empty answer. Initial policies are spread in difficulty (initial probability of the correct
 meaning from 0 to 0.9) and put most of their wrong mass on one or a few wrong answers, as language models do
 (:func:`make_world`).
 
 A training step is one GRPO step of TRL 1.16 on every question: K rollouts per question; rewards from the
-project's own code — :func:`trainers.rewards.correctness` and ``semcal_eval.qa.agreement_matrix`` with the
-token-F1 judge judge every candidate pair once, then :func:`trainers.rewards.group_calibration_scores` and
-:func:`trainers.rewards.lambda_at` score each group exactly as :func:`trainers.rewards.calibration_reward`
-does (``tests/test_reward_lab.py`` checks the two agree); advantages by :func:`grpo_advantages`, which
-reproduces TRL's for each ``scale_rewards`` mode, reward weights and both ``multi_objective_aggregation``
-modes; then a policy-gradient step θ_q += lr·Σ_j A_j ∇ log π_q(a_j) / K with one global second-moment
-normaliser (Adam's invariance to the reward scale, without per-parameter rescaling, so that — as in an LM whose
-parameters all questions share — questions with larger advantages move more).
+project's own code — :func:`trainers.rewards.correctness` (the grader, :func:`semcal_eval.qa.grading.grade`),
+``semcal_eval.qa.agreement_matrix`` with the design's judge (``strict``, as every shipped config) and, for
+``agreement_wrong: overlap``, :func:`trainers.answer_match.overlap_matrix` judge every candidate pair once, then
+:func:`trainers.rewards.group_calibration_scores` and :func:`trainers.rewards.lambda_at` score each group
+with the design's options; advantages by :func:`grpo_advantages`, which reproduces TRL's for each
+``scale_rewards`` mode, reward weights and both ``multi_objective_aggregation`` modes; then a policy-gradient
+step θ_q += lr·Σ_j A_j ∇ log π_q(a_j) / K with one global second-moment normaliser (Adam's invariance to the
+reward scale, without per-parameter rescaling, so that — as in an LM whose parameters all questions share —
+questions with larger advantages move more).
+
+The designs that carry a shipped method's name are read from its config (:func:`design_from_config`:
+``csr.yaml`` — the paper's reward —, ``csr_likelihood.yaml``, ``csr_spread.yaml``, ``rlvr.yaml``); the others
+are named for the one option they change.
 
 Evaluation follows the QA tasks (``semcal_eval.qa.agreement.score_question``): the answer is the greedy (most
-probable) string, correct iff the judge finds it equivalent to the gold; its confidence is the *agreement
-confidence*, the share of 10 sampled answers the judge finds equivalent to it (0 for an empty answer).
-Reported (:func:`evaluate`): accuracy; ECE (15 equal-width bins), Brier score and AUROC of that confidence;
-the shares of degenerate questions —
+probable) string, correct iff the grader accepts it; its confidence is the *agreement confidence*, the share of
+10 sampled answers the strict judge finds equivalent to it (0 for an empty answer). Reported (:func:`evaluate`):
+accuracy; ECE (15 equal-width bins), Brier score and AUROC of that confidence; the shares of degenerate
+questions —
 
 - ``empty``: the empty answer holds ≥ ½ of the probability;
 - ``distinct-wrong``: the correct meaning holds < 0.1 and two samples agree (judge) with probability < 0.2:
@@ -32,8 +38,7 @@ the shares of degenerate questions —
 and ``padded`` (mean probability of padded variants: gaming the judge) and ``lost`` (share of the learnable
 questions — initial probability of the correct meaning ≥ 0.01 — whose greedy answer ends wrong).
 
-Run the table with ``python benchmarks/reward_lab.py`` (~40 s on 2 cores); ``tests/test_reward_lab.py`` runs a
-smaller one.
+Run the table with ``python benchmarks/reward_lab.py``; ``tests/test_reward_lab.py`` runs a smaller one.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -51,12 +57,14 @@ from semcal_eval.core import metrics as M
 from semcal_eval.qa.answers import normalize_answer, token_f1
 from semcal_eval.qa.judges import Judge, get_judge
 from trainers import rewards as R
+from trainers.answer_match import overlap_matrix
 
 __all__ = [
     "SCALE_MODES",
     "AGGREGATIONS",
     "grpo_advantages",
     "Design",
+    "design_from_config",
     "World",
     "make_world",
     "train",
@@ -172,14 +180,18 @@ def grpo_advantages(
 # reward designs
 
 
+CSR_METHODS = ("csr", "csr_likelihood", "csr_spread")
+
+
 @dataclass(frozen=True)
 class Design:
-    """One reward design and its GRPO settings; the defaults are the trainer's (trainers/config.py).
+    """One reward design and its GRPO settings (the defaults are :func:`trainers.rewards.calibration_reward`'s).
 
-    ``method``: ``rlvr`` (r = correct), ``csr`` (r = correct + λ(t)·r_cal, weights (1, 1)) or ``cal_only``
-    (the same two functions with weights (0, 1): r_cal alone). The calibration options are those of
-    :func:`trainers.rewards.calibration_reward`; ``agreement="soft"`` uses the token-F1 value of each pair
-    instead of the judge's 0/1 decision.
+    ``method``: ``rlvr`` (r = correct), a CSR method (``csr``, ``csr_likelihood``, ``csr_spread``: r = correct +
+    λ(t)·r_cal, weights (1, 1)) or ``cal_only`` (the same two functions with weights (0, 1): r_cal alone). The
+    calibration options are those of :func:`trainers.rewards.calibration_reward`; ``agreement="soft"`` uses
+    the token-F1 value of each pair instead of the judge's 0/1 decision. Shipped methods are built by
+    :func:`design_from_config`, never restated here.
     """
 
     name: str
@@ -189,53 +201,87 @@ class Design:
     eps: float = R.DEFAULT_EPS
     reading: str = R.DEFAULT_READING
     score: str = "log"
-    bounded: bool = True
-    empty_answer: str = "worst"
+    bounded: bool = False
+    empty_answer: str = "disagree"
     agreement: str = "judge"
+    agreement_wrong: str = "judge"
     lambda_schedule: str = "linear"
     lambda_max: float = R.DEFAULT_LAMBDA_MAX
     lambda_min: float = 0.0
+    judge: str = "strict"
+    config: str = ""
 
     def __post_init__(self):
-        if self.method not in ("rlvr", "csr", "cal_only"):
-            raise ValueError(f"Design.method must be rlvr, csr or cal_only, got {self.method!r}")
+        if self.method not in ("rlvr", "cal_only", *CSR_METHODS):
+            raise ValueError(f"Design.method must be rlvr, cal_only or one of {', '.join(CSR_METHODS)}, "
+                             f"got {self.method!r}")
         if self.agreement not in ("judge", "soft"):
             raise ValueError(f"Design.agreement must be 'judge' or 'soft', got {self.agreement!r}")
+        if self.agreement_wrong not in ("judge", "overlap"):
+            raise ValueError(f"Design.agreement_wrong must be 'judge' or 'overlap', got {self.agreement_wrong!r}")
         R.validate_calibration_args(2, self.eps, self.reading, self.lambda_schedule, self.lambda_max, self.lambda_min)
         R._validate_score(self.score, self.empty_answer)
         grpo_advantages(np.zeros((2, 1)), 2, scale_rewards=self.scale_rewards, aggregation=self.aggregation)
 
     @property
     def weights(self) -> list[float]:
-        return {"rlvr": [1.0], "csr": [1.0, 1.0], "cal_only": [0.0, 1.0]}[self.method]
+        return [1.0] if self.method == "rlvr" else [0.0, 1.0] if self.method == "cal_only" else [1.0, 1.0]
 
 
-#: the trainer's design (trainers/config.py defaults) and the one before the lab
-CHOSEN = Design("CSR chosen: none, pairwise BCE/log(1/ε), empty −1, λ 0→½")
+CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+def design_from_config(path: str | Path, name: str | None = None) -> Design:
+    """The lab design of a shipped config (a YAML path or a name in ``trainers/configs``): method, the ``reward``
+    options and ``grpo.scale_rewards`` as :func:`trainers.config.load_config` reads them."""
+    from trainers.config import load_config
+
+    p = Path(path)
+    if p.suffix not in (".yaml", ".yml"):
+        p = CONFIGS / f"{path}.yaml"
+    cfg = load_config(p)
+    r, g = cfg["reward"], cfg["grpo"]
+    return Design(name=name or cfg["method"], method=cfg["method"],
+                  scale_rewards={True: "group", False: "none"}.get(g["scale_rewards"], g["scale_rewards"]),
+                  eps=float(r["eps"]), reading=r["reading"], score=r["score"], bounded=bool(r["bounded"]),
+                  empty_answer=r["empty_answer"], agreement_wrong=r["agreement_wrong"],
+                  lambda_schedule=r["lambda_schedule"], lambda_max=float(r["lambda_max"]),
+                  lambda_min=float(r["lambda_min"]), judge=r["judge"], config=str(p))
+
+
+#: the shipped methods, read from their configs
+RLVR = design_from_config("rlvr", "rlvr (rlvr.yaml)")
+CSR = design_from_config("csr", "csr (paper, csr.yaml)")
+CSR_LIKELIHOOD = design_from_config("csr_likelihood", "csr_likelihood (csr_likelihood.yaml)")
+CSR_SPREAD = design_from_config("csr_spread", "csr_spread (csr_spread.yaml)")
+#: the shipped default (csr.yaml)
+CHOSEN = CSR
+#: the design before the reward lab (historical: TRL's group scaling, the rollout BCE ÷ log(1/ε), empty answers
+#: scored like any disagreeing wrong answer, λ linear 0 → 1)
 TODAY = Design(
-    "CSR before the lab: group, rollout BCE, empty free, λ 0→1", scale_rewards="group", reading="rollout",
-    bounded=False, empty_answer="disagree", lambda_max=1.0,
+    "CSR before the lab: group, rollout BCE ÷ log 1/ε, empty free, λ 0→1", scale_rewards="group", reading="rollout",
+    bounded=True, empty_answer="disagree", lambda_max=1.0,
 )
-RLVR = Design("RLVR (none)", method="rlvr")
-#: the table of docs/TRAINING.md: baselines, the old design, one lever changed at a time, no curriculum, r_cal alone
+#: the table of docs/TRAINING.md: baselines, the shipped methods, one lever of csr changed at a time, r_cal alone
 DESIGNS: list[Design] = [
-    Design("RLVR (group, TRL's default)", method="rlvr", scale_rewards="group"),
-    Design("RLVR (batch)", method="rlvr", scale_rewards="batch"),
+    replace(RLVR, name="rlvr, scale group (TRL's default)", scale_rewards="group"),
+    replace(RLVR, name="rlvr, scale batch", scale_rewards="batch"),
     RLVR,
     TODAY,
-    replace(TODAY, name="  before, with batch scaling", scale_rewards="batch"),
-    replace(CHOSEN, name="  chosen, unbounded BCE", bounded=False),
-    replace(CHOSEN, name="  chosen, empty answers free", empty_answer="disagree"),
-    replace(CHOSEN, name="  chosen, rollout reading", reading="rollout"),
-    replace(CHOSEN, name="  chosen, soft (F1) agreement", agreement="soft"),
-    replace(CHOSEN, name="  chosen, Brier score", score="brier"),
-    replace(CHOSEN, name="  chosen, scale batch (before issue 22)", scale_rewards="batch"),
-    replace(CHOSEN, name="  chosen, scale group", scale_rewards="group"),
-    replace(CHOSEN, name="  chosen, λ 0→1", lambda_max=1.0),
-    CHOSEN,
-    replace(CHOSEN, name="  chosen, λ ≡ ½ from step 0", lambda_schedule="constant"),
-    replace(CHOSEN, name="  chosen, λ ≡ 1 from step 0", lambda_schedule="constant", lambda_max=1.0),
-    replace(CHOSEN, name="r_cal alone, λ ≡ 1 (chosen r_cal)", method="cal_only", lambda_schedule="constant",
+    CSR,
+    replace(CSR, name="  csr, bounded ÷ log 1/ε, λ 0→½ (semcal's scale before issue 31)", bounded=True,
+            lambda_max=0.5),
+    replace(CSR, name="  csr, empty answers worst", empty_answer="worst"),
+    replace(CSR, name="  csr, rollout reading", reading="rollout"),
+    replace(CSR, name="  csr, soft (F1) agreement", agreement="soft"),
+    replace(CSR, name="  csr, wrong rows by overlap", agreement_wrong="overlap"),
+    replace(CSR, name="  csr, Brier score", score="brier"),
+    replace(CSR, name="  csr, scale batch", scale_rewards="batch"),
+    replace(CSR, name="  csr, scale group", scale_rewards="group"),
+    replace(CSR, name="  csr, λ ≡ λ_max from step 0", lambda_schedule="constant"),
+    CSR_LIKELIHOOD,
+    CSR_SPREAD,
+    replace(CSR, name="r_cal alone, λ ≡ 1 (csr's r_cal)", method="cal_only", lambda_schedule="constant",
             lambda_max=1.0),
     replace(TODAY, name="r_cal alone, λ ≡ 1 (r_cal before the lab)", method="cal_only", lambda_schedule="constant"),
 ]
@@ -247,10 +293,13 @@ DESIGNS: list[Design] = [
 
 @dataclass
 class World:
-    """Questions, candidates and everything the judge says about them (computed once, reused by every design).
+    """Questions, candidates and everything the reward code says about them (computed once, reused by every
+    design).
 
     Arrays are N×M (questions × candidates) or N×M×M; ``meaning`` is 0 for the correct meaning, 1..W for the
-    wrong ones and −1 for the empty answer (always the last candidate).
+    wrong ones and −1 for the empty answer (always the last candidate). ``agree`` is the judge's 0/1 matrix,
+    ``overlap`` the wrong rows' reading of ``agreement_wrong: overlap`` (max of the content-word overlap and
+    ``agree``), ``soft`` the token-F1 of each pair.
     """
 
     questions: list[str]
@@ -259,6 +308,7 @@ class World:
     correct: np.ndarray
     agree: np.ndarray
     soft: np.ndarray
+    overlap: np.ndarray
     meaning: np.ndarray
     padded: np.ndarray
     theta0: np.ndarray
@@ -270,28 +320,27 @@ class World:
         return self.theta0.shape[1] - 1
 
 
-def _candidates(q: int, n_wrong: int, n_padded: int) -> tuple[list[str], list[int], list[bool]]:
-    """Candidate strings of question q with their meaning and padded flags. Every word is unique to its
-    question and meaning, so the judge's decisions are the same for every question."""
-    gold = f"gold{q}"
-    # "the X" normalises to X; "X alias" has F1 2/3 with X; "X long form" has F1 1/2 with X (correct, and
-    # equivalent to X) but 0.4 with "X alias": the judge splits the correct meaning unless the policy settles
-    # on strings that agree with each other.
-    cands = [gold, f"the {gold}", f"{gold} alias{q}", f"{gold} long{q} form{q}"]
+def _candidates(q: int, n_wrong: int, n_padded: int) -> tuple[list[str], list[int], list[bool], list[str]]:
+    """Candidate strings of question q with their meaning and padded flags, and the gold aliases. Every word is
+    unique to its question and meaning, so the reward code's decisions are the same for every question."""
+    gold, alias = f"gold{q}", f"alias{q}"
+    # "the X" and "X!" are X for the grader and the strict judge; the alias is a gold alias (correct) that no
+    # string judge links to the gold: the judge splits the correct meaning unless the policy settles on one form.
+    cands = [gold, f"the {gold}", f"{gold.upper()}!", alias]
     meaning, padded = [0] * 4, [False] * 4
     for w in range(1, n_wrong + 1):
         base = f"wrong{q}x{w}"
-        cands += [base, f"{base} aka{q}x{w}"]
+        cands += [base, f"the {base}"]
         meaning += [w, w]
         padded += [False, False]
-        for v in range(n_padded):  # three filler words: F1 0.4 with the base, ≤ 1/3 with everything else
+        for v in range(n_padded):  # three filler words: a different answer for the strict judge
             cands.append(f"{base} " + " ".join(f"pad{q}x{w}x{v}x{t}" for t in range(3)))
             meaning.append(w)
             padded.append(True)
     cands.append("")
     meaning.append(-1)
     padded.append(False)
-    return cands, meaning, padded
+    return cands, meaning, padded, [gold, alias]
 
 
 def make_world(
@@ -299,7 +348,7 @@ def make_world(
     seed: int = 0,
     n_wrong: int = 8,
     n_padded: int = 2,
-    judge: str | Judge = "f1",
+    judge: str | Judge = "strict",
     acc_max: float = 0.9,
     acc_power: float = 3.0,
     empty_mass: float = 0.03,
@@ -319,19 +368,17 @@ def make_world(
     qs, golds, cands, meaning, padded, theta = [], [], [], [], [], []
     judged: dict[int, tuple] = {}
     for q in range(n_questions):
-        c, mn, pd = _candidates(q, n_wrong, n_padded)
+        c, mn, pd, gold = _candidates(q, n_wrong, n_padded)
         question = f"question {q}?"
-        gold = [c[0]]
         qs.append(question)
         golds.append(gold)
         cands.append(c)
         meaning.append(mn)
         padded.append(pd)
-        # Every question has the same token-overlap pattern, so the judge decides the same for each: ask it
-        # for the first question, and again for a few others to check.
+        # Every question has the same token pattern, so the reward code decides the same for each: ask it for
+        # the first question, and again for a few others to check.
         if q == 0 or q in (n_questions // 2, n_questions - 1):
             judged[q] = _judge_candidates(question, c, gold, jd)
-        a = acc_max * rng.uniform() ** acc_power
         a = acc_max * rng.uniform() ** acc_power
         mass = np.zeros(len(c))
         mass[:4] = a * rng.dirichlet(np.ones(4))
@@ -345,30 +392,34 @@ def make_world(
             mass[base], mass[para] = 0.6 * wm[w - 1], 0.3 * wm[w - 1]
             mass[pads] = 0.1 * wm[w - 1] / len(pads)
         theta.append(np.log(np.maximum(mass, 1e-12)))
-    corr, agree, soft = judged[0]
+    corr, agree, soft, over = judged[0]
     for other in judged.values():
         if not all(np.array_equal(a, b) for a, b in zip(other, judged[0])):
-            raise AssertionError("the judge treats two questions of the lab differently; check _candidates")
+            raise AssertionError("the reward code treats two questions of the lab differently; check _candidates")
     world = World(
         questions=qs, golds=golds, candidates=cands, correct=np.tile(corr, (n_questions, 1)),
         agree=np.tile(agree, (n_questions, 1, 1)), soft=np.tile(soft, (n_questions, 1, 1)),
-        meaning=np.asarray(meaning), padded=np.asarray(padded), theta0=np.asarray(theta), n_wrong=n_wrong, judge=jd,
+        overlap=np.tile(over, (n_questions, 1, 1)), meaning=np.asarray(meaning), padded=np.asarray(padded),
+        theta0=np.asarray(theta), n_wrong=n_wrong, judge=jd,
     )
     truth = (world.meaning == 0).astype(float)
-    if not np.array_equal(world.correct, truth):  # the judge must see the world as built
-        raise AssertionError("judge correctness disagrees with the built meanings; check the candidate strings")
+    if not np.array_equal(world.correct, truth):  # the grader must see the world as built
+        raise AssertionError("the grader disagrees with the built meanings; check the candidate strings")
     return world
 
 
-def _judge_candidates(question: str, cands: list[str], gold: list[str], jd: Judge):
-    """Correctness (``trainers.rewards.correctness``), 0/1 agreement (``qa.agreement_matrix``, what the
-    calibration reward uses) and soft agreement (token-F1) of every candidate pair of one question."""
-    correct = np.asarray(R.correctness([question] * len(cands), cands, [gold] * len(cands), jd), float)
+def _judge_candidates(question: str, cands: list[str], golds: list[str], jd: Judge):
+    """Correctness (``trainers.rewards.correctness``: the grader), 0/1 agreement (``qa.agreement_matrix``, what
+    the calibration reward uses), soft agreement (token-F1) and the overlap reading of the wrong rows
+    (``max(overlap_matrix, agreement)``, as calibration_reward builds it) of every candidate pair of one question."""
+    n = len(cands)
+    correct = np.asarray(R.correctness([question] * n, cands, [golds] * n), float)
     agree = np.asarray(qa.agreement_matrix(question, cands, jd), float)
     norm = [bool(normalize_answer(x)) for x in cands]
     soft = np.array([[token_f1(a, b) if (na and nb) else float(i == j and na)
                       for j, (b, nb) in enumerate(zip(cands, norm))] for i, (a, na) in enumerate(zip(cands, norm))])
-    return correct, agree, soft
+    over = np.maximum(np.asarray(overlap_matrix(cands, question), float), agree)
+    return correct, agree, soft, over
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -388,11 +439,17 @@ def group_rewards(world: World, design: Design, idx: np.ndarray, step: int, max_
     y = world.correct[rows, idx]
     if design.method == "rlvr":
         return y.reshape(-1, 1)
+    if design.judge != world.judge.name:
+        raise ValueError(f"design {design.name!r} reads the {design.judge} judge; the world was judged by "
+                         f"{world.judge.name} (make_world(judge=...))")
     mat = world.agree if design.agreement == "judge" else world.soft
     A = mat[rows[:, :, None], idx[:, :, None], idx[:, None, :]]
+    Aw = None
+    if design.agreement_wrong == "overlap":
+        Aw = np.maximum(world.overlap[rows[:, :, None], idx[:, :, None], idx[:, None, :]], A)
     r_cal, _ = R.group_calibration_scores(
         A, y, design.eps, design.reading, empty=idx == world.empty_index, score=design.score,
-        bounded=design.bounded, empty_answer=design.empty_answer,
+        bounded=design.bounded, empty_answer=design.empty_answer, agreement_wrong=Aw,
     )
     lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.lambda_schedule,
                       design.lambda_max, design.lambda_min)
@@ -460,12 +517,12 @@ def evaluate(world: World, theta: np.ndarray, eval_samples: int | None = 10, see
     learnable = (_softmax(world.theta0) * (world.meaning == 0)).sum(axis=1) >= 0.01
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", M.SemcalMetricWarning)
-        auroc = M.auroc_confidence(conf, correct)
+        auroc = M.auroc_confidence(y_true=correct, y_prob=conf)
     return {
         "acc": float(correct.mean()),
         "p_correct": float(mass_correct.mean()),
-        "ece": M.ece(conf, correct, 15),
-        "brier": M.brier_confidence(conf, correct),
+        "ece": M.ece(y_true=correct, y_prob=conf, n_bins=15),
+        "brier": M.brier_confidence(y_true=correct, y_prob=conf),
         "auroc": auroc,
         "empty": float((mass_empty >= 0.5).mean()),
         "distinct_wrong": float((gave_up & (p_agree < 0.2)).mean()),

@@ -1,29 +1,34 @@
-"""Reward functions for CSR, RLVR and RLCR, with TRL's reward-function signature.
+"""Reward functions for CSR (and semcal's two CSR variants), RLVR, RLCR and RD, with TRL's reward-function
+signature.
 
 Every reward here is a plain function ``f(prompts, completions, completion_ids, trainer_state, **columns)``
-returning one float per completion, as :class:`trl.GRPOTrainer` calls it. Options (judge, K, ε, λ schedule)
-are bound with :func:`functools.partial`; TRL names a partial after the wrapped function, so its own
+returning one float per completion, as :class:`trl.GRPOTrainer` calls it. Options (K, ε, λ schedule, score) are
+bound with :func:`functools.partial`; TRL names a partial after the wrapped function, so its own
 ``rewards/<name>/mean`` metrics stay readable. Dataset columns used: ``answers`` (list of gold strings) and
-``question`` (the raw question, given to the judge).
+``question`` (the raw question).
 
-CSR (calibration through semantic agreement): r = r_RLVR + λ(t)·r_cal. For rollout j of a group of K, with A the
-judge's agreement matrix (0/1) and y_j the rollout's correctness, the default ("pairwise" reading, bounded)
+**Correctness** — in every method, and in the evaluation tasks — is :func:`semcal_eval.qa.grading.grade` on the
+completion's first line: the folded, normalised answer must *be* a gold alias (lists, hedges, negations and other
+entities are wrong; MS MARCO-style sentence golds use ROUGE-L with the same guards). One grader, so no method is
+trained on a rule the evaluation does not use, and no answer format games it (tests/test_answer_grading.py).
 
-    r_cal,j = (1/(K−1)) Σ_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)] / log(1/ε),  a_ji = clip(A_ji, ε, 1−ε)
+**CSR** (Calibration with Semantic Reward, arXiv 2605.15588; ``method: csr``): r = r_RLVR + λ(t)·r_cal with, for
+rollout j of a group of K, y_j = J(C_j, C*) its correctness and A_ji = J(C_j, C_i) the judge's agreement,
 
-is the binary cross-entropy between each pairwise agreement and the rollout's correctness, scaled to [−1, 0].
-Answers are judged by meaning, not surface (``match="span"``, :mod:`trainers.answer_match`): correctness and a
-correct rollout's agreement compare short answers (question repetitions removed, cut to the answer budget);
-a wrong rollout's a_ji is 1 whenever the two answers share a content word, so padding, case, punctuation or
-repeating the question never makes a wrong answer "disagree" (docs/TRAINING.md). r_cal is then
-≈ −(share of the other rollouts that disagree with a correct rollout, or agree with a wrong one). An empty
-answer gets −1, the worst value. With λ(t) ≤ λ_max < 1 every correct rollout earns more than every wrong one,
-and GRPO's ``scale_rewards="batch"`` (the trainer's default) keeps λ(t) a real weight. The "rollout" reading
-(the log score of the mean agreement), the unbounded score, the Brier score and the old empty-answer rule are
-options. docs/TRAINING.md gives the reward lab (``trainers/reward_lab.py``) that chose these defaults.
+    r_cal,j = (1/(K−1)) Σ_{i≠j} [ y_j·log a_ji + (1−y_j)·log(1 − a_ji) ],   a_ji = clip(A_ji, ε, 1−ε),
+
+minus the binary cross-entropy between each pairwise agreement and the rollout's correctness (in nats, ∈ [log ε, 0];
+ε the one free constant, csr.yaml's ``eps``), λ(t) linear from 0. The judge J for agreement is ``strict``
+(:class:`semcal_eval.qa.judges.StrictJudge`, the grader's reading of "the same answer"); an empty answer agrees
+with nothing, so the formula scores it as a wrong answer that agrees with nobody (r_cal ≈ 0).
+
+semcal's own variants, each with its own method name (they are *not* the paper's reward):
+``csr_likelihood`` (``score: likelihood``) and ``csr_spread`` (``score: likelihood_spread``); see
+:func:`group_calibration_scores`. Their known exploits are stated in docs/TRAINING.md.
 
 RLCR (Damani et al., verbalised confidence): 0.5·format + 0.5·correct + 0.5·(1 - (correct - conf)²), split
-into three reward functions so that TRL logs each component.
+into three reward functions so that TRL logs each component. RD (Stangel et al., Rewarding Doubt): the
+normalised log score of a stated 0–10 confidence, :func:`rd_score`.
 """
 
 from __future__ import annotations
@@ -35,18 +40,19 @@ from typing import Any
 import numpy as np
 
 from semcal_eval import qa
+from semcal_eval.qa.grading import grade
 from semcal_eval.qa.judges import Judge, get_judge
 from semcal_eval.qa.prompts import RLCR_SYSTEM_PROMPT  # noqa: F401  (the RLCR training prompt's one copy)
 from semcal_eval.qa.verbalized import parse_rlcr
-from trainers.answer_match import MATCHES, answer_budget, overlap_matrix, short_answer
+from trainers.answer_match import overlap_matrix
 
 __all__ = [
     "SCHEDULES",
-    "MATCHES",
-    "judged_answers",
     "READINGS",
     "SCORES",
     "EMPTY_ANSWERS",
+    "AGREEMENT_WRONG",
+    "CSR_METHODS",
     "GroupLayoutError",
     "completion_text",
     "extract_answer",
@@ -68,11 +74,23 @@ __all__ = [
 SCHEDULES = ("linear", "constant", "step")
 READINGS = ("rollout", "pairwise")
 SCORES = ("log", "brier", "likelihood", "likelihood_spread")
-EMPTY_ANSWERS = ("worst", "disagree")
+EMPTY_ANSWERS = ("disagree", "worst")
+#: how a *wrong* rollout's row of the agreement matrix is read: ``judge`` (the paper: the same J as every row) or
+#: ``overlap`` (csr_spread: J or a shared content word, :func:`trainers.answer_match.overlap_matrix`)
+AGREEMENT_WRONG = ("judge", "overlap")
+#: The calibration methods and the reward design each name promises: the config may tune λ, ε, K, the judge,
+#: but not swap the score under a method's name (trainers.config.validate checks it).
+CSR_METHODS = {
+    "csr": {"score": "log", "reading": "pairwise"},  # the paper's pairwise BCE
+    "csr_likelihood": {"score": "likelihood"},  # semcal: y·K/n_correct
+    "csr_spread": {"score": "likelihood_spread"},  # semcal: that, minus a wrong rollout's agreement
+}
 DEFAULT_EPS = 1e-3
 DEFAULT_READING = "pairwise"
-DEFAULT_LAMBDA_MAX = 0.5
-DEFAULT_MATCH = "span"
+#: the paper's λ(t) ends at λ_max; 0.1 < 1/log(1/ε) keeps every correct rollout above every wrong one under the
+#: raw BCE at ε = 10⁻³ (worst correct: 1 + 0.1·log ε = 0.31 > best wrong: ≈ 0) — docs/TRAINING.md
+DEFAULT_LAMBDA_MAX = 0.1
+DEFAULT_JUDGE = "strict"
 
 
 class GroupLayoutError(ValueError):
@@ -222,8 +240,8 @@ def calibration_scores(
     *,
     empty: Sequence[bool] | None = None,
     score: str = "log",
-    bounded: bool = True,
-    empty_answer: str = "worst",
+    bounded: bool = False,
+    empty_answer: str = "disagree",
 ):
     """Per-rollout calibration scores of one group, and the confidences p_j (see :func:`group_calibration_scores`,
     of which this is the one-group form).
@@ -234,9 +252,9 @@ def calibration_scores(
     [0.5, 0.5, 0.01]
     >>> r.round(4).tolist()                                        # log ½, log ½, log(1 − ε)
     [-0.6931, -0.6931, -0.0101]
-    >>> r, _ = calibration_scores(A, [1, 1, 0], eps=0.01)          # default: pairwise, / log(1/ε)
-    >>> r.round(4).tolist()
-    [-0.5011, -0.5011, -0.0022]
+    >>> r, _ = calibration_scores(A, [1, 1, 0], eps=0.01)          # default: the paper's pairwise BCE, nats
+    >>> r.round(4).tolist()                                        # ½(log 0.99 + log 0.01), ½·2·log 0.99
+    [-2.3076, -2.3076, -0.0101]
     """
     A = np.asarray(agreement, dtype=float)
     y = np.asarray(correct, dtype=float)
@@ -258,8 +276,8 @@ def group_calibration_scores(
     *,
     empty: np.ndarray | None = None,
     score: str = "log",
-    bounded: bool = True,
-    empty_answer: str = "worst",
+    bounded: bool = False,
+    empty_answer: str = "disagree",
     agreement_wrong: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Calibration scores r_cal of G groups of K rollouts at once, and the confidences p.
@@ -269,16 +287,16 @@ def group_calibration_scores(
 
         p_j = clip( (1/(K−1)) Σ_{i≠j} A_ji , ε, 1−ε )
 
-    - ``score="log"`` (the paper's binary cross-entropy), ``reading="pairwise"`` (default): each partner's
-      agreement is scored against the rollout's correctness,
-      s_j = mean_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)], a_ji = clip(A_ji, ε, 1−ε); with 0/1 agreement
-      and ``bounded``, s_j ≈ −(share of partners that disagree with a correct rollout / agree with a wrong
-      one). ``reading="rollout"``: the mean agreement is scored, s_j = y_j·log p_j + (1−y_j)·log(1−p_j).
-      ``bounded=True`` (default) divides by log(1/ε), so r_cal ∈ [−1, 0]; ``bounded=False`` leaves it in
-      [log ε, 0].
+    - ``score="log"``, ``reading="pairwise"`` (the defaults: the paper's reward, ``method: csr``): minus the binary
+      cross-entropy of each partner's agreement against the rollout's correctness,
+      s_j = mean_{i≠j} [y_j·log a_ji + (1−y_j)·log(1−a_ji)], a_ji = clip(A_ji, ε, 1−ε), in nats, ∈ [log ε, 0].
+      With 0/1 agreement, s_j ≈ log ε × (share of partners that disagree with a correct rollout / agree with a
+      wrong one). ``reading="rollout"``: the mean agreement is scored, s_j = y_j·log p_j + (1−y_j)·log(1−p_j).
+      ``bounded=True`` divides by log(1/ε) (r_cal ∈ [−1, 0]; semcal's scale before issue 31, where λ_max = ½
+      equalled 0.072 on the paper's).
     - ``score="brier"``: s_j = −(y_j − p_j)² (rollout) or mean_{i≠j} −(y_j − A_ji)² (pairwise), in [−1, 0]
       (``bounded`` changes nothing; ε only clips p).
-    - ``score="likelihood"``: s_j = y_j·(K/n_c − 1), n_c = Σ_i y_i the group's correct rollouts (own included;
+    - ``score="likelihood"`` (``method: csr_likelihood``, semcal's): s_j = y_j·(K/n_c − 1), n_c = Σ_i y_i the group's correct rollouts (own included;
       s = 0 for wrong ones and for every rollout of a group with no correct one), so r = y + λ·s is y·K/n_c at
       λ = 1. GRPO's per-rollout policy gradient of that reward is, in expectation,
       (1 − (1 − π_c)^K)·∇ log π_c with π_c the policy's probability of a correct answer: the log-likelihood of
@@ -289,7 +307,7 @@ def group_calibration_scores(
       agreement matrix: for a correct rollout "a partner with the same meaning" is "a correct partner" under a
       consistent judge, and no surface trick changes a judged correctness. ``reading``, ``bounded`` and ``ε``
       change nothing; s ∈ [0, K − 1].
-    - ``score="likelihood_spread"`` (csr.yaml's default): the likelihood score for correct rollouts and the
+    - ``score="likelihood_spread"`` (``method: csr_spread``, semcal's): the likelihood score for correct rollouts and the
       rollout's agreement with its group as a charge for wrong ones,
       s_j = y_j·(K/n_c − 1) − (1 − y_j)·m_j,   m_j = (1/(K−1)) Σ_{i≠j} A_ji  (unclipped, in [0, 1]),
       so r = y·K/n_c for a correct rollout and −λ·m_j for a wrong one. The likelihood part cannot act in a
@@ -297,12 +315,14 @@ def group_calibration_scores(
       group repeats is the over-confident one, and moving mass off it lowers the agreement confidence exactly
       where the policy is wrong. With ``agreement_wrong`` (the trainer's content-word overlap) padding, case or
       punctuation cannot make a wrong answer look unshared. A wrong rollout never earns more than a correct one
-      (≤ 0 against ≥ 1 at any λ ≥ 0). An empty answer gets −1, the charge of a fully shared wrong answer.
+      (≤ 0 against ≥ 1 at any λ ≥ 0). With ``empty_answer="worst"`` (csr_spread.yaml) an empty answer gets −1,
+      the charge of a fully shared wrong answer.
     - Empty answers (``empty`` true: nothing to agree with) never agree with another rollout. With
-      ``empty_answer="worst"`` (default) an empty rollout's own score is the worst value of the score
-      (−1 bounded, log ε unbounded), so no rollout earns calibration reward by saying nothing; with
-      ``"disagree"`` it is scored like any wrong answer that agrees with nobody (p = ε, r_cal ≈ 0: the best
-      value, the behaviour before the reward lab).
+      ``empty_answer="disagree"`` (default: what the paper's formula gives) an empty rollout is scored like
+      any wrong answer that agrees with nobody (p = ε, r_cal ≈ 0, the best value of a wrong rollout: the
+      paper's design pays a wrong rollout for standing apart, and saying nothing stands apart; it still loses
+      the correctness reward). ``"worst"``: its score is the score's worst value (log ε, −1 bounded; csr_spread's
+      choice), so nobody earns calibration reward by saying nothing.
 
     Args:
         agreement: G×K×K agreement values in [0, 1].
@@ -323,11 +343,12 @@ def group_calibration_scores(
 
     >>> A = np.ones((1, 4, 4)); A[0, 3, :3] = A[0, :3, 3] = 0     # three agreeing answers and one other
     >>> r, p = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), eps=0.01)
-    >>> p.round(3).tolist(), r.round(4).tolist()               # a third of each correct one's partners disagree
-    ([[0.667, 0.667, 0.667, 0.01]], [[-0.3348, -0.3348, -0.3348, -0.0022]])
-    >>> r, _ = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), eps=0.01, empty=np.array([[0, 0, 0, 1]]))
-    >>> r.round(4).tolist()                                     # the odd one out was empty: the worst score
-    [[-0.3348, -0.3348, -0.3348, -1.0]]
+    >>> p.round(3).tolist(), r.round(4).tolist()    # correct: (2·log 0.99 + log 0.01)/3; wrong: log 0.99
+    ([[0.667, 0.667, 0.667, 0.01]], [[-1.5418, -1.5418, -1.5418, -0.0101]])
+    >>> r, _ = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), eps=0.01, empty=np.array([[0, 0, 0, 1]]),
+    ...                                 empty_answer="worst")
+    >>> r.round(4).tolist()                                     # the odd one out was empty: log ε
+    [[-1.5418, -1.5418, -1.5418, -4.6052]]
     """
     A = np.asarray(agreement, dtype=float)
     y = np.asarray(correct, dtype=float)
@@ -383,7 +404,7 @@ def group_calibration_scores(
 def _judge(judge: str | Judge | None, judge_kwargs: dict | None = None) -> Judge:
     """A Judge instance; names go through :func:`semcal_eval.qa.judges.get_judge`, which caches loaded judges."""
     if judge is None:
-        judge = "f1"
+        judge = DEFAULT_JUDGE
     if isinstance(judge, str):
         return get_judge(judge, **(judge_kwargs or {}))
     return judge
@@ -411,45 +432,20 @@ def _column(kwargs: dict, name: str, n: int, required: bool = True) -> list:
     return list(col)
 
 
-def correctness(
-    questions: Sequence[str], predictions: Sequence[str], golds: Sequence[Sequence[str]], judge: Judge
-) -> list[float]:
-    """y_i = 1 if the judge finds prediction i equivalent to any of its gold answers, else 0. An empty
-    prediction is never correct. Judge calls are batched per question."""
-    y = [0.0] * len(predictions)
-    by_question: dict[str, list[int]] = {}
-    for i, q in enumerate(questions):
-        by_question.setdefault(q or "", []).append(i)
-    for q, idx in by_question.items():
-        pairs, owner = [], []
-        for i in idx:
-            if not predictions[i].strip():
-                continue
-            for g in golds[i]:
-                pairs.append((predictions[i], g))
-                owner.append(i)
-        if not pairs:
-            continue
-        for i, ok in zip(owner, judge.equivalent(q, pairs), strict=True):
-            if ok:
-                y[i] = 1.0
-    return y
+def correctness(questions: Sequence[str], predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> list[float]:
+    """y_i = J(C_i, C*) = :func:`semcal_eval.qa.grading.grade` (prediction i, its golds) as 0.0/1.0: the grader
+    the evaluation tasks use. An empty prediction is never correct.
+
+    >>> correctness(["q"] * 4, ["Paris", "The answer is Paris.", "Paris or Lyon", ""], [["Paris"]] * 4)
+    [1.0, 1.0, 0.0, 0.0]
+    """
+    return [float(grade(p, g, q or "")) for q, p, g in zip(questions, predictions, golds, strict=True)]
 
 
-def _validate_match(match: str) -> None:
-    if match not in MATCHES:
-        raise ValueError(f"unknown answer match {match!r}; choose one of {', '.join(MATCHES)} (reward.match=...)")
-
-
-def judged_answers(preds: Sequence[str], questions: Sequence[str], golds: Sequence[Sequence[str]],
-                   match: str = DEFAULT_MATCH) -> list[str]:
-    """What the judge sees of each first-line answer: with ``match="span"`` (default) the short answer of
-    :func:`trainers.answer_match.short_answer` (question repetitions removed, cut to the question's answer
-    budget = 1 + the longest gold's length), with ``"line"`` the line itself."""
-    _validate_match(match)
-    if match == "line":
-        return list(preds)
-    return [short_answer(p, q, answer_budget(g, q)) for p, q, g in zip(preds, questions, golds, strict=True)]
+def _validate_agreement_wrong(agreement_wrong: str) -> None:
+    if agreement_wrong not in AGREEMENT_WRONG:
+        raise ValueError(f"unknown agreement_wrong {agreement_wrong!r}; choose one of {', '.join(AGREEMENT_WRONG)} "
+                         f"(reward.agreement_wrong=...)")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -461,31 +457,23 @@ def correctness_reward(
     completions: list,
     completion_ids: list | None = None,
     trainer_state: Any = None,
-    *,
-    judge: str | Judge | None = "f1",
-    judge_kwargs: dict | None = None,
-    match: str = DEFAULT_MATCH,
     **kwargs,
 ) -> list[float]:
-    r"""RLVR correctness reward r_RLVR ∈ {0, 1}: the short answer matches a gold answer under the judge
-    (token-F1 ≥ 0.5 surrogate by default). ``match="span"`` (default): the first line's short answer
-    (:func:`judged_answers`: question repetitions removed, trailing chatter past the answer budget cut);
-    ``"line"``: the whole first line.
+    r"""RLVR correctness reward r_RLVR = J(C_j, C*) ∈ {0, 1}: the completion's first line graded by
+    :func:`semcal_eval.qa.grading.grade` against the gold aliases (the evaluation's grader).
 
     Args:
         prompts: the prompts, one per completion (TRL repeats each prompt K times).
         completions: completions as strings or lists of messages.
         completion_ids: unused.
         trainer_state: unused.
-        judge: a :class:`semcal_eval.qa.judges.Judge` or a name for :func:`semcal_eval.qa.judges.get_judge`.
-        judge_kwargs: keyword arguments for ``get_judge`` when ``judge`` is a name.
         **kwargs: dataset columns; needs ``answers`` (list of gold strings per row), uses ``question``.
 
     Example:
     ```python
-    >>> correctness_reward(["Q: capital of France?\nA:"] * 3, [" Paris", " Lyon", ""],
-    ...                    answers=[["Paris"]] * 3, question=["capital of France?"] * 3)
-    [1.0, 0.0, 0.0]
+    >>> correctness_reward(["Q: capital of France?\nA:"] * 4, [" Paris", " Lyon", " Paris, Lyon", ""],
+    ...                    answers=[["Paris"]] * 4, question=["capital of France?"] * 4)
+    [1.0, 0.0, 0.0, 0.0]
 
     ```
     """
@@ -493,9 +481,7 @@ def correctness_reward(
     answers = _column(kwargs, "answers", n)
     questions = _column(kwargs, "question", n, required=False)
     preds = [extract_answer(completion_text(c)) for c in completions]
-    qs, gs = [q or "" for q in questions], [_golds(a) for a in answers]
-    preds = judged_answers(preds, qs, gs, match)
-    y = correctness(qs, preds, gs, _judge(judge, judge_kwargs))
+    y = correctness([q or "" for q in questions], preds, [_golds(a) for a in answers])
     log_metric = kwargs.get("log_metric")
     if log_metric is not None:
         log_metric("csr/empty_answer_frac", float(np.mean([not p for p in preds])) if n else 0.0)
@@ -529,25 +515,25 @@ def calibration_reward(
     lambda_max: float = DEFAULT_LAMBDA_MAX,
     lambda_min: float = 0.0,
     lambda_step_fraction: float = 0.5,
-    judge: str | Judge | None = "f1",
+    judge: str | Judge | None = DEFAULT_JUDGE,
     judge_kwargs: dict | None = None,
     gather_groups: bool = False,
     score: str = "log",
-    bounded: bool = True,
-    empty_answer: str = "worst",
-    match: str = DEFAULT_MATCH,
+    bounded: bool = False,
+    empty_answer: str = "disagree",
+    agreement_wrong: str = "judge",
     **kwargs,
 ) -> list[float]:
     r"""CSR calibration reward λ(t)·r_cal for each rollout, computed within its group of K rollouts.
 
-    A is the judge's agreement matrix of the group's short answers and y the correctness of each; r_cal comes
-    from :func:`group_calibration_scores` (default: the pairwise BCE between agreement and correctness,
-    divided by log(1/ε) so that r_cal ∈ [−1, 0]; an empty answer scores −1); λ(t) from :func:`lambda_at`
-    (default linear from 0 to ½: with λ < 1 a correct rollout always earns more than a wrong one). Groups are
-    K consecutive completions (TRL's layout). Under ``torch.distributed`` with ``gather_groups=True`` the
-    groups are assembled from all ranks first; without it, a local batch that does not hold whole groups
-    raises :class:`GroupLayoutError`. Logs ``csr/lambda``, ``csr/r_cal`` (unweighted) and ``csr/confidence``
-    (mean agreement p) through TRL's ``log_metric``.
+    y_j = :func:`correctness` (the grader) and A_ji = J(C_j, C_i), the judge's agreement of the first-line
+    answers (default ``strict``: the grader's "same answer"); r_cal from :func:`group_calibration_scores`
+    (defaults: the paper's pairwise BCE in nats, empty answers as the formula gives them); λ(t) from
+    :func:`lambda_at` (default linear from 0 to λ_max = 0.1). Groups are K consecutive completions (TRL's
+    layout). Under ``torch.distributed`` with ``gather_groups=True`` the groups are assembled from all ranks
+    first; without it, a local batch that does not hold whole groups raises :class:`GroupLayoutError`. Logs
+    ``csr/lambda``, ``csr/r_cal`` (unweighted) and ``csr/confidence`` (mean agreement p) through TRL's
+    ``log_metric``.
 
     Args:
         prompts: the prompts (K consecutive equal prompts form a group).
@@ -559,28 +545,27 @@ def calibration_reward(
         eps: clipping ε ∈ (0, 0.5).
         reading: ``"pairwise"`` (default) or ``"rollout"``.
         lambda_schedule, lambda_max, lambda_min, lambda_step_fraction: see :func:`lambda_at`.
-        judge, judge_kwargs: the equivalence judge (default token-F1).
+        judge, judge_kwargs: the agreement judge J (default ``strict``; ``llm``, ``nli``, ``embed`` for a model).
         gather_groups: assemble groups across ranks (needed when a rank's batch splits a group).
         score, bounded, empty_answer: see :func:`group_calibration_scores`.
-        match: ``"span"`` (default): correctness and a correct rollout's agreement judge the short answers
-            (:func:`judged_answers`); a wrong rollout's agreement is the content-word overlap of the full
-            answers (:func:`trainers.answer_match.overlap_matrix`), so no padding makes a wrong answer
-            disagree. ``"line"``: the judge on whole first lines for both (before issue 22).
+        agreement_wrong: ``"judge"`` (default, the paper): every row of A is J; ``"overlap"`` (csr_spread): a
+            wrong rollout's row is J or a shared content word (:func:`trainers.answer_match.overlap_matrix`), so
+            padding a wrong answer cannot make it look unshared.
         **kwargs: dataset columns ``answers`` and ``question``; TRL's ``log_metric``/``log_extra``.
 
-    Example (two groups of K=2, no trainer state so λ = λ_max = ½):
+    Example (two groups of K = 4, no trainer state so λ = λ_max = 0.1):
     ```python
     >>> out = calibration_reward(["q1"] * 4 + ["q2"] * 4, [" Paris", " Paris", " Paris", " Rome",
     ...                          " Rome", " Oslo", " Oslo", ""], num_generations=4, eps=0.01,
     ...                          answers=[["Paris"]] * 4 + [["Bern"]] * 4, question=["q1"] * 4 + ["q2"] * 4)
-    >>> [round(v, 3) for v in out]  # λ·r_cal: r_cal ≈ −(share of partners that contradict the rollout)
-    [-0.167, -0.167, -0.167, -0.001, -0.001, -0.167, -0.167, -0.5]
+    >>> [round(v, 3) for v in out]  # 0.1 × mean over partners of log a (agree) / log(1 − a) (wrong rollouts)
+    [-0.154, -0.154, -0.154, -0.001, -0.001, -0.154, -0.154, -0.001]
 
     ```
     """
     validate_calibration_args(num_generations, eps, reading, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
     _validate_score(score, empty_answer)
-    _validate_match(match)
+    _validate_agreement_wrong(agreement_wrong)
     K = int(num_generations)
     n = len(completions)
     answers = _column(kwargs, "answers", n)
@@ -618,13 +603,12 @@ def calibration_reward(
             )
 
     jd = _judge(judge, judge_kwargs)
-    judged = judged_answers(preds, questions, golds, match)
-    y = np.asarray(correctness(questions, judged, golds, jd))
+    y = np.asarray(correctness(questions, preds, golds))
     # qa.agreement_matrix makes an empty answer agree with nothing but itself (diagonal, ignored here).
-    A = np.stack([qa.agreement_matrix(questions[s], judged[s : s + K], jd) for s in range(0, N, K)]).astype(float)
-    empty = np.array([not x.strip() for x in judged]).reshape(-1, K)
+    A = np.stack([qa.agreement_matrix(questions[s], preds[s : s + K], jd) for s in range(0, N, K)]).astype(float)
+    empty = np.array([not x.strip() for x in preds]).reshape(-1, K)
     Aw = None
-    if match == "span":
+    if agreement_wrong == "overlap":
         Aw = np.stack([overlap_matrix(preds[s : s + K], questions[s]) for s in range(0, N, K)]).astype(float)
         Aw = np.maximum(Aw, A)  # "may be the same answer" includes every pair the judge calls equivalent
     r_cal, p = group_calibration_scores(
@@ -648,21 +632,18 @@ def calibration_reward(
 # ----------------------------------------------------------------------------------------------------------
 # RLCR (verbalised confidence)
 
-def _parsed_and_correct(completions: list, kwargs: dict, judge, judge_kwargs, parse) -> tuple[list, list]:
-    """(``parse(text)`` of each completion — (format, answer, confidence) —, its correctness): the verbalised
-    methods' common first step."""
+def _parsed_and_correct(completions: list, kwargs: dict, parse) -> tuple[list, list]:
+    """(``parse(text)`` of each completion — (format, answer, confidence) —, its correctness by the grader, as
+    for CSR/RLVR and the evaluation): the verbalised methods' common first step."""
     n = len(completions)
     parsed = [parse(completion_text(c)) for c in completions]
     answers = _column(kwargs, "answers", n)
     questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
-    golds = [_golds(a) for a in answers]
-    # the same short-answer reading as CSR/RLVR (kwargs "match", default span), so the methods are judged alike
-    judged = judged_answers([p[1] for p in parsed], questions, golds, kwargs.get("match", DEFAULT_MATCH))
-    return parsed, correctness(questions, judged, golds, _judge(judge, judge_kwargs))
+    return parsed, correctness(questions, [p[1] or "" for p in parsed], [_golds(a) for a in answers])
 
 
-def _rlcr_parts(completions: list, kwargs: dict, judge, judge_kwargs) -> tuple[list, list, list]:
-    parsed, y = _parsed_and_correct(completions, kwargs, judge, judge_kwargs, parse_rlcr)
+def _rlcr_parts(completions: list, kwargs: dict) -> tuple[list, list, list]:
+    parsed, y = _parsed_and_correct(completions, kwargs, parse_rlcr)
     return [float(p[0]) for p in parsed], y, [p[2] for p in parsed]
 
 
@@ -688,9 +669,8 @@ def rlcr_format_reward(prompts: list, completions: list, completion_ids=None, tr
     return [float(parse_rlcr(completion_text(c))[0]) for c in completions]
 
 
-def rlcr_correctness_reward(
-    prompts: list, completions: list, completion_ids=None, trainer_state=None, *, judge="f1", judge_kwargs=None, **kwargs
-) -> list[float]:
+def rlcr_correctness_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, **kwargs
+                            ) -> list[float]:
     r"""RLCR correctness term ∈ {0, 1}: the answer (the ``<answer>`` block, else the first line, as
     :func:`parse_rlcr` reads it) matches a gold answer under the judge. Weighted 0.5 in the RLCR reward.
 
@@ -698,7 +678,6 @@ def rlcr_correctness_reward(
         prompts: the prompts (unused).
         completions: completions as strings or lists of messages.
         completion_ids, trainer_state: unused.
-        judge, judge_kwargs: the equivalence judge (default token-F1).
         **kwargs: dataset columns ``answers`` and ``question``.
 
     Example:
@@ -709,12 +688,11 @@ def rlcr_correctness_reward(
 
     ```
     """
-    return _rlcr_parts(completions, kwargs, judge, judge_kwargs)[1]
+    return _rlcr_parts(completions, kwargs)[1]
 
 
-def rlcr_brier_reward(
-    prompts: list, completions: list, completion_ids=None, trainer_state=None, *, judge="f1", judge_kwargs=None, **kwargs
-) -> list[float]:
+def rlcr_brier_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, **kwargs
+                      ) -> list[float]:
     r"""RLCR calibration term 1 − (correct − conf)² ∈ [0, 1]. A completion with no parseable confidence in
     [0, 1] scores 0, the worst Brier value, so that leaving the confidence out never pays. Weighted 0.5.
 
@@ -722,7 +700,6 @@ def rlcr_brier_reward(
         prompts: the prompts (unused).
         completions: completions as strings or lists of messages.
         completion_ids, trainer_state: unused.
-        judge, judge_kwargs: the equivalence judge (default token-F1).
         **kwargs: dataset columns ``answers`` and ``question``; TRL's ``log_metric``.
 
     Example:
@@ -734,7 +711,7 @@ def rlcr_brier_reward(
 
     ```
     """
-    _, y, conf = _rlcr_parts(completions, kwargs, judge, judge_kwargs)
+    _, y, conf = _rlcr_parts(completions, kwargs)
     out = [0.0 if c is None else float(1.0 - (yi - c) ** 2) for yi, c in zip(y, conf, strict=True)]
     log_metric = kwargs.get("log_metric")
     if log_metric is not None:
@@ -776,11 +753,10 @@ def rd_score(confidence: int | None, correct: bool) -> float:
     return float(RD_SCALE * norm)
 
 
-def rd_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, *, judge="f1",
-              judge_kwargs=None, **kwargs) -> list[float]:
+def rd_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, **kwargs) -> list[float]:
     r"""RD reward (:func:`rd_score`) of each completion, read by :func:`semcal_eval.qa.verbalized.parse_rd`
-    (``Answer: <a>, Confidence: <0-10>``); correctness of the answer as for the other methods (the judge on the
-    short answer, ``match``). Logs ``rd/confidence`` (mean c/10 of the parsed ones), ``rd/parsed_frac`` and
+    (``Answer: <a>, Confidence: <0-10>``); correctness of the answer by the grader, as for the
+    other methods. Logs ``rd/confidence`` (mean c/10 of the parsed ones), ``rd/parsed_frac`` and
     ``rd/format_frac`` (exact format).
 
     Example:
@@ -794,7 +770,7 @@ def rd_reward(prompts: list, completions: list, completion_ids=None, trainer_sta
     from semcal_eval.qa.verbalized import parse_rd
 
     n = len(completions)
-    parsed, y = _parsed_and_correct(completions, kwargs, judge, judge_kwargs, parse_rd)
+    parsed, y = _parsed_and_correct(completions, kwargs, parse_rd)
     log_metric = kwargs.get("log_metric")
     if log_metric is not None and n:
         seen = [p[2] / 10 for p in parsed if p[2] is not None]

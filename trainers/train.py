@@ -40,37 +40,25 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
     """Reward functions and weights of a method. Each component is its own function so that TRL logs
     ``rewards/<function>/mean`` and ``/std`` for it at every logging step."""
     r = cfg["reward"]
-    judge = dict(judge=r["judge"], judge_kwargs=r.get("judge_kwargs") or {}, match=r.get("match", R.DEFAULT_MATCH))
     method = cfg["method"]
     if method == "rlvr":
-        return [functools.partial(R.correctness_reward, **judge)], [1.0]
-    if method == "csr":
+        return [R.correctness_reward], [1.0]
+    if method in R.CSR_METHODS:
         cal = functools.partial(
             R.calibration_reward,
             num_generations=cfg["grpo"]["num_generations"],
-            eps=r["eps"],
-            reading=r["reading"],
-            lambda_schedule=r["lambda_schedule"],
-            lambda_max=r["lambda_max"],
-            lambda_min=r["lambda_min"],
-            lambda_step_fraction=r["lambda_step_fraction"],
+            **{k: r[k] for k in ("eps", "reading", "lambda_schedule", "lambda_max", "lambda_min",
+                                 "lambda_step_fraction", "score", "bounded", "empty_answer", "agreement_wrong")},
+            judge=r["judge"],
+            judge_kwargs=r.get("judge_kwargs") or {},
             gather_groups=bool(r["gather_groups"]),
-            score=r.get("score", "log"),
-            **judge,
         )
         # r = r_RLVR + λ(t)·r_cal: λ(t) is applied inside calibration_reward (it changes with the step).
-        return [functools.partial(R.correctness_reward, **judge), cal], [1.0, 1.0]
+        return [R.correctness_reward, cal], [1.0, 1.0]
     if method == "rlcr":
-        return (
-            [
-                R.rlcr_format_reward,
-                functools.partial(R.rlcr_correctness_reward, **judge),
-                functools.partial(R.rlcr_brier_reward, **judge),
-            ],
-            [0.5, 0.5, 0.5],
-        )
+        return [R.rlcr_format_reward, R.rlcr_correctness_reward, R.rlcr_brier_reward], [0.5, 0.5, 0.5]
     if method == "rd":  # Rewarding Doubt: one reward, the normalised log score of the stated confidence bin
-        return [functools.partial(R.rd_reward, **judge)], [1.0]
+        return [R.rd_reward], [1.0]
     raise ValueError(f"unknown method {method!r}")
 
 

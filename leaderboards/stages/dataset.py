@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from semcal_eval.core.records import gold_key
+
 from ..dataset_check import TaskDocs, load_task_docs, same_soft
 from ..errors import SubmissionError
 from .shape import RunShape, count
@@ -120,24 +122,13 @@ def check_document(row: dict, doc_id: int, docs: TaskDocs, task: str, at: str,
         )
 
 
-def _gold_key(g) -> tuple:
-    if isinstance(g, (list, tuple)):
-        try:
-            return tuple(sorted(int(x) for x in g))
-        except (TypeError, ValueError):
-            return ("?", str(g))
-    try:
-        return (int(g),)
-    except (TypeError, ValueError):
-        return ("?", str(g))
-
-
 def check_labels(rec: dict, doc_id: int, f: str, docs: TaskDocs, at: str) -> None:
-    """Stage 3 for one classification record: its gold label and soft target are the dataset's."""
+    """Stage 3 for one classification record: its gold label and soft target are the dataset's (the board's
+    gold reader, :attr:`TaskDocs.reader`; golds compared as label sets, :func:`semcal_eval.core.records.gold_key`)."""
     gold = rec.get("gold")
     want = docs.gold(doc_id)
     want_soft = docs.soft(doc_id)
-    if want is not None and gold is not None and _gold_key(gold) != _gold_key(want):
+    if want is not None and gold is not None and gold_key(gold) != gold_key(want):
         raise SubmissionError(
             f"{at}: document {doc_id} (filter {f}) has gold label {str(gold)[:40]} but the dataset's "
             f"{docs.split} split says {want}; gold labels are checked against the dataset itself"

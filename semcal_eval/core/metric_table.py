@@ -47,6 +47,9 @@ __all__ = [
     "reported_names",
     "stderr",
     "RANK_METRICS",
+    "BOARD_EXTRAS",
+    "BOARD_NO_CI_ROLES",
+    "board_metric_names",
     "TEMPERATURE",
     "PARAMETERS",
     "TEXT_PARAMETERS",
@@ -96,6 +99,11 @@ class Metric:
     ci: bool = False
     view: tuple[str, str] = ("conf", "correct")
     doc: str = ""
+    #: reads only the ranking of the confidence (unchanged by any increasing map of conf): the metrics a
+    #: non-probability uncertainty score is reported by (issue 23); accuracy / EM do not read conf at all
+    rank: bool = False
+    #: the confidence bins of a binned metric (reliability diagrams of a role use the same)
+    n_bins: int | None = None
 
     def applies_to(self, a: RecordArrays) -> bool:
         if self.needs == "classification":
@@ -105,46 +113,53 @@ class Metric:
         return self.view == ("conf", "correct") or a.kind == CONFIDENCE
 
 
-def _target(a: RecordArrays) -> np.ndarray:
-    return a.gold / a.gold.sum(axis=1, keepdims=True)
-
-
 def _clip(p: np.ndarray) -> np.ndarray:
     return np.clip(p, M.NLL_EPS, 1 - M.NLL_EPS)
 
 
-_ece15 = lambda a: M.ece(a.conf, a.correct, 15, "uniform")  # noqa: E731
-_ece10 = lambda a: M.ece(a.conf, a.correct, 10, "uniform")  # noqa: E731
+def _ce(n_bins: int, scheme: str = "uniform", norm: str = "l1") -> _Fn:
+    return lambda a: M.calibration_error(y_true=a.correct, y_prob=a.conf, norm=norm, n_bins=n_bins, scheme=scheme)
+
+
+_ece15, _ece10 = _ce(15), _ce(10)
 _acc = lambda a: M.accuracy(a.correct)  # noqa: E731
 _acc_loss = lambda a: a.correct  # noqa: E731
-_brier_conf = lambda a: M.brier_confidence(a.conf, a.correct)  # noqa: E731
+_brier_conf = lambda a: M.brier_confidence(y_true=a.correct, y_prob=a.conf)  # noqa: E731
 _brier_conf_loss = lambda a: (a.conf - a.correct) ** 2  # noqa: E731
-_auroc = lambda a: M.auroc_confidence(a.conf, a.correct)  # noqa: E731
+_auroc = lambda a: M.auroc_confidence(y_true=a.correct, y_prob=a.conf)  # noqa: E731
 
 _ROWS = [
-    Metric("acc", True, "any", _acc, _acc_loss, ci=True, doc="accuracy of the top label / the greedy answer"),
+    Metric("acc", True, "any", _acc, _acc_loss, ci=True, doc="accuracy of the top label / the greedy answer",
+           rank=True),
     Metric("macro_f1", True, "classification", lambda a: M.macro_f1(a.pred, a.gold, a.probs.shape[1]),
            doc="macro-F1 over all K classes"),
-    Metric("ece_uw15", False, "any", _ece15, ci=True, doc="top-label ECE, 15 equal-width bins"),
-    Metric("ece_uw10", False, "any", _ece10, doc="top-label ECE, 10 equal-width bins"),
-    Metric("ece_em15", False, "any", lambda a: M.ece(a.conf, a.correct, 15, "mass"), doc="ECE, 15 equal-mass bins"),
-    Metric("classwise_ece", False, "classification", lambda a: M.classwise_ece(a.probs, a.gold, N_BINS)),
-    Metric("mce", False, "any", lambda a: M.mce(a.conf, a.correct, N_BINS)),
-    Metric("rms_ce", False, "any", lambda a: M.rms_ce(a.conf, a.correct, N_BINS)),
-    Metric("brier_mc", False, "classification", lambda a: M.brier_multiclass(a.probs, a.gold),
-           lambda a: np.sum((a.probs - _target(a)) ** 2, axis=1), ci=True, doc="multiclass Brier, range [0, 2]"),
+    Metric("ece_uw15", False, "any", _ece15, ci=True, doc="top-label ECE, 15 equal-width bins", n_bins=15),
+    Metric("ece_uw10", False, "any", _ece10, doc="top-label ECE, 10 equal-width bins", n_bins=10),
+    Metric("ece_em15", False, "any", _ce(15, "mass"), doc="ECE, 15 equal-mass bins", n_bins=15),
+    Metric("classwise_ece", False, "classification",
+           lambda a: M.classwise_ece(y_true=a.gold, y_prob=a.probs, n_bins=N_BINS), n_bins=N_BINS),
+    Metric("mce", False, "any", _ce(N_BINS, norm="max"), n_bins=N_BINS),
+    Metric("rms_ce", False, "any", _ce(N_BINS, norm="l2"), n_bins=N_BINS),
+    Metric("brier_mc", False, "classification", lambda a: M.brier_multiclass(y_true=a.gold, y_prob=a.probs),
+           lambda a: np.sum((a.probs - M.gold_target(a.gold)) ** 2, axis=1), ci=True,
+           doc="multiclass Brier, range [0, 2]"),
     Metric("brier_conf", False, "any", _brier_conf, _brier_conf_loss, ci=True, doc="mean (conf - correct)^2"),
-    Metric("nll", False, "classification", lambda a: M.nll_multiclass(a.probs, a.gold),
-           lambda a: -np.sum(_target(a) * np.log(_clip(a.probs)), axis=1), ci=True, doc="multiclass NLL"),
-    Metric("nll_conf", False, "any", lambda a: M.nll_confidence(a.conf, a.correct), doc="binary NLL of conf"),
-    Metric("auroc_conf", True, "any", _auroc, ci=True, doc="AUROC of conf for correct vs wrong"),
-    Metric("auroc_class", True, "classification", lambda a: M.auroc_class(a.probs, a.gold),
+    Metric("nll", False, "classification", lambda a: M.nll_multiclass(y_true=a.gold, y_prob=a.probs),
+           lambda a: -np.sum(M.gold_target(a.gold) * np.log(_clip(a.probs)), axis=1), ci=True, doc="multiclass NLL"),
+    Metric("nll_conf", False, "any", lambda a: M.nll_confidence(y_true=a.correct, y_prob=a.conf),
+           doc="binary NLL of conf"),
+    Metric("auroc_conf", True, "any", _auroc, ci=True, doc="AUROC of conf for correct vs wrong", rank=True),
+    Metric("auroc_class", True, "classification", lambda a: M.auroc_class(y_true=a.gold, y_prob=a.probs),
            doc="macro one-vs-rest class AUROC"),
-    Metric("aurc", False, "any", lambda a: M.aurc(a.conf, a.correct), ci=True, doc="area under risk-coverage"),
-    Metric("acc_at_10cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.1)),
-    Metric("soft_brier", False, "soft", lambda a: M.brier_soft(a.p, a.t), lambda a: (a.p - a.t) ** 2, ci=True),
-    Metric("soft_ece", False, "soft", lambda a: M.soft_ece(a.p, a.t, N_BINS), ci=True),
-    Metric("soft_nll", False, "soft", lambda a: M.nll_soft(a.p, a.t),
+    Metric("aurc", False, "any", lambda a: M.aurc(y_true=a.correct, y_prob=a.conf), ci=True,
+           doc="area under risk-coverage", rank=True),
+    Metric("acc_at_10cov", True, "any", lambda a: M.acc_at_coverage(y_true=a.correct, y_prob=a.conf, coverage=0.1),
+           rank=True),
+    Metric("soft_brier", False, "soft", lambda a: M.brier_soft(y_true=a.t, y_prob=a.p), lambda a: (a.p - a.t) ** 2,
+           ci=True),
+    Metric("soft_ece", False, "soft", lambda a: M.soft_ece(y_true=a.t, y_prob=a.p, n_bins=N_BINS), ci=True,
+           n_bins=N_BINS),
+    Metric("soft_nll", False, "soft", lambda a: M.nll_soft(y_true=a.t, y_prob=a.p),
            lambda a: -(a.t * np.log(_clip(a.p)) + (1 - a.t) * np.log1p(-_clip(a.p))), ci=True),
     Metric("pearson", True, "soft", lambda a: M.pearson(a.p, a.t)),
     Metric("spearman", True, "soft", lambda a: M.spearman(a.p, a.t)),
@@ -152,34 +167,35 @@ _ROWS = [
     # diagnostic: share of p < 0.1 or p > 0.9; on ambiguous (soft) data fewer extremes is better
     Metric("extreme_rate", False, "soft", lambda a: M.extreme_rate(a.p)),
     # QA views of the one confidence record
-    Metric("em", True, "any", _acc, _acc_loss, view=("conf", "em"), doc="exact match of the greedy answer"),
+    Metric("em", True, "any", _acc, _acc_loss, view=("conf", "em"), doc="exact match of the greedy answer", rank=True),
     Metric("conf_parse_rate", True, "any", _acc, _acc_loss, view=("conf", "conf_parsed"),
            doc="share of answers with a parseable stated confidence"),
     Metric("ece_uw10_entropy", False, "any", _ece10, view=("conf_entropy", "correct"),
-           doc="10-bin ECE of 1 - semantic entropy / log K"),
+           doc="10-bin ECE of 1 - semantic entropy / log K", n_bins=10),
     Metric("brier_conf_entropy", False, "any", _brier_conf, _brier_conf_loss, view=("conf_entropy", "correct")),
     Metric("auroc_conf_entropy", True, "any", _auroc, view=("conf_entropy", "correct")),
     # selective prediction (issue 23): lm-polygraph's PRR (whole curve, its default max_rejection=1; and up
     # to 50% rejected), AUARC, accuracy at fixed coverage, HELM's 1-bin ECE
-    Metric("prr", True, "any", lambda a: M.prr(a.conf, a.correct), ci=True,
-           doc="prediction-rejection ratio, max rejection 100% (lm-polygraph's default)"),
-    Metric("prr_50", True, "any", lambda a: M.prr(a.conf, a.correct, 0.5), doc="PRR up to 50% rejected"),
-    Metric("auarc", True, "any", lambda a: M.auarc(a.conf, a.correct), ci=True,
-           doc="area under the accuracy-rejection curve (1 - aurc)"),
-    Metric("acc_at_50cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.5), ci=True),
-    Metric("acc_at_80cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.8), ci=True),
-    Metric("acc_at_90cov", True, "any", lambda a: M.acc_at_coverage(a.conf, a.correct, 0.9), ci=True),
-    Metric("ece_1bin", False, "any", lambda a: M.ece_1bin(a.conf, a.correct), ci=True,
+    Metric("prr", True, "any", lambda a: M.prr(y_true=a.correct, y_prob=a.conf), ci=True,
+           doc="prediction-rejection ratio, max rejection 100% (lm-polygraph's default)", rank=True),
+    Metric("prr_50", True, "any", lambda a: M.prr(y_true=a.correct, y_prob=a.conf, max_rejection=0.5),
+           doc="PRR up to 50% rejected", rank=True),
+    Metric("auarc", True, "any", lambda a: M.auarc(y_true=a.correct, y_prob=a.conf), ci=True,
+           doc="area under the accuracy-rejection curve (1 - aurc)", rank=True),
+    Metric("acc_at_50cov", True, "any", lambda a: M.acc_at_coverage(y_true=a.correct, y_prob=a.conf, coverage=0.5),
+           ci=True, rank=True),
+    Metric("acc_at_80cov", True, "any", lambda a: M.acc_at_coverage(y_true=a.correct, y_prob=a.conf, coverage=0.8),
+           ci=True, rank=True),
+    Metric("acc_at_90cov", True, "any", lambda a: M.acc_at_coverage(y_true=a.correct, y_prob=a.conf, coverage=0.9),
+           ci=True, rank=True),
+    Metric("ece_1bin", False, "any", lambda a: M.ece_1bin(y_true=a.correct, y_prob=a.conf), ci=True,
            doc="|mean conf - accuracy| (HELM's 1-bin ECE)"),
 ]
 
 #: name -> Metric, in table order
 METRICS: dict[str, Metric] = {m.name: m for m in _ROWS}
-#: the metrics of a confidence that read only its ranking (unchanged by any increasing map of conf): the ones a
-#: non-probability uncertainty score is reported by (issue 23); accuracy / EM do not read conf at all
-RANK_METRICS: frozenset[str] = frozenset({
-    "acc", "em", "auroc_conf", "aurc", "acc_at_10cov", "prr", "prr_50", "auarc", "acc_at_50cov", "acc_at_80cov",
-    "acc_at_90cov"})
+#: the metrics of a confidence that read only its ranking (:attr:`Metric.rank`)
+RANK_METRICS: frozenset[str] = frozenset(m.name for m in _ROWS if m.rank)
 #: metrics with a bootstrap CI
 CI_METRICS: tuple[str, ...] = tuple(m.name for m in _ROWS if m.ci)
 
@@ -199,23 +215,36 @@ TEXT_PARAMETERS = frozenset({"tuned_embedding"})
 for _p in PARAMETERS:
     HIGHER_IS_BETTER[_p] = False
 
+# -- where the table's metrics are shown ---------------------------------------------------------------------
+# Each kind of row has one metric per headline role (ROLES): that is the one statement of "the ECE of a QA row is
+# the 10-bin ECE"; the board's columns, lm-eval's table (HEADLINE) and the report (REPORT_COLUMNS) read it, and
+# the ECE's bins (ROLE_BINS) are that metric's own. Every name below is checked against the table on import.
+
 #: The headline roles (board columns, summary tables) -> metric, per record kind: classification tasks use
-#: the 15-bin ECE and the multiclass proper scores, QA tasks the 10-bin ECE and the binary ones.
+#: the 15-bin ECE and the multiclass proper scores, QA tasks the 10-bin ECE and the binary ones; both the
+#: prediction-rejection ratio of the confidence (issue 23: lm-polygraph's metric of record).
 ROLES: dict[str, dict[str, str]] = {
-    CLASSIFICATION: {"ece": "ece_uw15", "brier": "brier_mc", "nll": "nll", "auroc": "auroc_conf", "acc": "acc"},
-    CONFIDENCE: {"ece": "ece_uw10", "brier": "brier_conf", "nll": "nll_conf", "auroc": "auroc_conf", "acc": "acc"},
+    CLASSIFICATION: {"ece": "ece_uw15", "brier": "brier_mc", "nll": "nll", "auroc": "auroc_conf", "acc": "acc",
+                     "prr": "prr"},
+    CONFIDENCE: {"ece": "ece_uw10", "brier": "brier_conf", "nll": "nll_conf", "auroc": "auroc_conf", "acc": "acc",
+                 "prr": "prr"},
 }
-# issue 23: the prediction-rejection ratio of the confidence (lm-polygraph's metric of record), for both kinds
-for _roles in ROLES.values():
-    _roles["prr"] = "prr"
+_C, _Q = ROLES[CLASSIFICATION], ROLES[CONFIDENCE]
 #: ECE bins of each kind's headline ECE (reliability diagrams use the same)
-ROLE_BINS: dict[str, int] = {CLASSIFICATION: 15, CONFIDENCE: 10}
+ROLE_BINS: dict[str, int] = {kind: METRICS[roles["ece"]].n_bins for kind, roles in ROLES.items()}
+
+#: Roles the board shows without a bootstrap CI: AUROC has no per-document loss, so its CI would be
+#: CI_N_BOOT sklearn calls per row, dominating the submit time.
+BOARD_NO_CI_ROLES: tuple[str, ...] = ("auroc",)
+#: Table metrics the board stores with a row besides its role columns (in board.json, not shown as columns),
+#: where they apply to the record kind.
+BOARD_EXTRAS: tuple[str, ...] = ("macro_f1", "auroc_class", "brier_conf", "soft_brier", "soft_ece", "soft_nll")
 
 #: The columns of a report table, per kind of row ("soft": classification rows with annotator fractions)
 REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
-    CLASSIFICATION: ("acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_class", "auroc_conf"),
+    CLASSIFICATION: (_C["acc"], "macro_f1", _C["ece"], _C["brier"], _C["nll"], "auroc_class", _C["auroc"]),
     "soft": ("soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"),
-    CONFIDENCE: ("acc", "ece_uw10", "ece_uw15", "brier_conf", "nll_conf", "auroc_conf", "aurc"),
+    CONFIDENCE: (_Q["acc"], _Q["ece"], "ece_uw15", _Q["brier"], _Q["nll"], _Q["auroc"], "aurc"),
 }
 
 
@@ -224,10 +253,36 @@ REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 #: compact summary. Six a row, so a table is ~6 x the rows a user compares; every other metric of the table
 #: stays recomputable from the logged records (report, board).
 HEADLINE: dict[str, tuple[str, ...]] = {
-    CLASSIFICATION: ("acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_conf"),
+    CLASSIFICATION: (_C["acc"], "macro_f1", _C["ece"], _C["brier"], _C["nll"], _C["auroc"]),
     "soft": ("acc", "soft_ece", "soft_brier", "soft_nll", "spearman", "auroc_class"),
-    CONFIDENCE: ("acc", "ece_uw10", "brier_conf", "nll_conf", "auroc_conf", "prr"),
+    CONFIDENCE: (_Q["acc"], _Q["ece"], _Q["brier"], _Q["nll"], _Q["auroc"], _Q["prr"]),
 }
+
+
+def _check_names() -> None:
+    """Every metric list names table metrics, and every kind has the same roles (a typo fails on import)."""
+    lists = {"RANK_METRICS": RANK_METRICS, "BOARD_EXTRAS": BOARD_EXTRAS,
+             **{f"ROLES[{k}]": tuple(v.values()) for k, v in ROLES.items()},
+             **{f"REPORT_COLUMNS[{k}]": v for k, v in REPORT_COLUMNS.items()},
+             **{f"HEADLINE[{k}]": v for k, v in HEADLINE.items()}}
+    for where, names in lists.items():
+        unknown = sorted(set(names) - set(METRICS))
+        if unknown:
+            raise ValueError(f"metric_table.{where} names {unknown}, which are not in the metric table")
+    if len({tuple(r) for r in ROLES.values()}) != 1 or not set(BOARD_NO_CI_ROLES) <= set(_C):
+        raise ValueError("metric_table.ROLES: every kind must fill the same roles, in the same order")
+
+
+_check_names()
+
+
+def board_metric_names(kind: str) -> tuple[list[str], list[str]]:
+    """(metrics, ci_metrics) the board computes for a row of records of ``kind``: each role's metric
+    (:data:`ROLES`) and the :data:`BOARD_EXTRAS` (those that apply), with a bootstrap CI for every role's
+    metric but the :data:`BOARD_NO_CI_ROLES`."""
+    roles = ROLES[kind]
+    return ([*roles.values(), *BOARD_EXTRAS],
+            [m for role, m in roles.items() if role not in BOARD_NO_CI_ROLES])
 
 
 def headline_columns(a: RecordArrays) -> list[str]:

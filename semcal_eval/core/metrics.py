@@ -6,6 +6,13 @@ its input and raises ``ValueError`` naming the problem (NaN/inf, shape mismatch,
 
 Conventions
 -----------
+* Argument names and order: every metric that scores predictions against the truth takes them by keyword
+  under scikit-learn's names, ``y_true=`` (the outcome: ``correct``, ``labels`` or the annotator fraction ``t``)
+  and ``y_prob=`` (the prediction: ``conf``, ``probs`` or ``p``), e.g. ``ece(y_true=correct, y_prob=conf)``.
+  The older positional order ``(conf, correct)`` / ``(probs, labels)`` / ``(p, t)`` is the reverse of
+  scikit-learn's ``(y_true, y_score)``; it keeps working and is deprecated (one ``DeprecationWarning`` per
+  function and process). It will become an error, never scikit-learn's positional order, so a call written
+  either way can never silently swap the two. :func:`calibration_error` takes them by keyword only.
 * ``conf``: top-label confidence in [0, 1]; ``correct``: 0/1 correctness of the top label.
 * ``probs``: (n, K) probability matrix, rows sum to 1 within :data:`PROB_SUM_ATOL`.
 * ``labels``: the gold label per document. Accepted forms:
@@ -30,6 +37,8 @@ Empty bins never break a metric: they contribute weight 0 to ECE/RMS-CE and are 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import warnings
 from collections.abc import Callable
@@ -44,10 +53,11 @@ __all__ = [
     "bin_indices",
     "bin_edges",
     "reliability_table",
+    "NORMS",
+    "calibration_error",
     "ece",
     "ece_uw15",
     "ece_uw10",
-    "ece_em15",
     "mce",
     "rms_ce",
     "classwise_ece",
@@ -80,7 +90,11 @@ __all__ = [
     "percentile_interval",
     "replicate_stderr",
     "gold_matrix",
+    "gold_target",
     "top_label",
+    "check_probs",
+    "check_unit",
+    "check_binary",
 ]
 
 #: Rows of a probability matrix must sum to 1 within this absolute tolerance (float16/float32
@@ -98,7 +112,51 @@ class SemcalMetricWarning(UserWarning):
 
 
 def _warn(msg: str) -> None:
-    warnings.warn(msg, SemcalMetricWarning, stacklevel=3)
+    warnings.warn(msg, SemcalMetricWarning, stacklevel=4)  # the caller of the public (wrapped) metric
+
+
+# --------------------------------------------------------------------------------------------
+# argument order: scikit-learn's names, by keyword (module docstring, "Conventions")
+# --------------------------------------------------------------------------------------------
+
+#: metrics whose deprecated positional call has warned in this process (each warns once)
+_ORDER_WARNED: set[str] = set()
+
+
+def _sklearn_names(fn: Callable) -> Callable:
+    """Let metric ``fn(<prediction>, <truth>, ...)`` be called as ``fn(y_true=<truth>, y_prob=<prediction>, ...)``.
+
+    Both keywords are needed together, and never with the data passed the old way (TypeError), so the two
+    cannot be mixed up. The old names as keywords (``conf=``, ``correct=``, ...) stay valid; passing the data by
+    position warns once per function (DeprecationWarning) and keeps its old meaning.
+    """
+    params = list(inspect.signature(fn).parameters.values())
+    pred, truth = params[0].name, params[1].name
+
+    @functools.wraps(fn)
+    def metric(*args, y_true: Any = None, y_prob: Any = None, **kwargs):
+        if y_true is None and y_prob is None:
+            if args and fn.__name__ not in _ORDER_WARNED:
+                _ORDER_WARNED.add(fn.__name__)
+                warnings.warn(
+                    f"{fn.__name__}({pred}, {truth}, ...) by position is deprecated: its order is the reverse of "
+                    f"scikit-learn's (y_true, y_score); call {fn.__name__}(y_true={truth}, y_prob={pred}, ...)",
+                    DeprecationWarning, stacklevel=2)
+            return fn(*args, **kwargs)
+        if y_true is None or y_prob is None:
+            raise TypeError(f"{fn.__name__}() needs both y_true= and y_prob= (got only "
+                            f"{'y_true' if y_prob is None else 'y_prob'})")
+        if args or pred in kwargs or truth in kwargs:
+            raise TypeError(f"{fn.__name__}(): pass the data either as y_true=/y_prob= or as {pred}/{truth}, "
+                            "not both")
+        return fn(y_prob, y_true, **kwargs)
+
+    sig = inspect.signature(fn)
+    metric.__signature__ = sig.replace(parameters=[
+        *sig.parameters.values(),
+        inspect.Parameter("y_true", inspect.Parameter.KEYWORD_ONLY, default=None),
+        inspect.Parameter("y_prob", inspect.Parameter.KEYWORD_ONLY, default=None)])
+    return metric
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,7 +185,9 @@ def _float_1d(x: Any, name: str) -> np.ndarray:
     return a
 
 
-def _unit(x: Any, name: str) -> np.ndarray:
+def check_unit(x: Any, name: str) -> np.ndarray:
+    """``x`` as a validated 1-D float array in [0, 1] (float overshoot of :data:`RANGE_ATOL` clipped);
+    ValueError naming ``name`` otherwise."""
     a = _float_1d(x, name)
     lo, hi = a.min(), a.max()
     if lo < -RANGE_ATOL or hi > 1 + RANGE_ATOL:
@@ -138,12 +198,16 @@ def _unit(x: Any, name: str) -> np.ndarray:
     return np.clip(a, 0.0, 1.0)
 
 
-def _binary(x: Any, name: str) -> np.ndarray:
+def check_binary(x: Any, name: str) -> np.ndarray:
+    """``x`` as a validated 1-D float array of 0/1 outcomes; ValueError naming ``name`` otherwise."""
     a = _float_1d(x, name)
     if not np.all((a == 0) | (a == 1)):
         bad = a[(a != 0) & (a != 1)][:3]
         raise ValueError(f"{name} must be 0/1 (or bool), got values such as {bad.tolist()}")
     return a
+
+
+_unit, _binary = check_unit, check_binary  # the module's own short names
 
 
 def _same_len(*pairs: tuple[str, np.ndarray]) -> None:
@@ -155,10 +219,11 @@ def _same_len(*pairs: tuple[str, np.ndarray]) -> None:
             )
 
 
-def _conf_correct(conf: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
-    c = _unit(conf, "conf")
-    y = _binary(correct, "correct")
-    _same_len(("conf", c), ("correct", y))
+def _conf_correct(conf: Any, correct: Any,
+                  names: tuple[str, str] = ("conf", "correct")) -> tuple[np.ndarray, np.ndarray]:
+    c = _unit(conf, names[0])
+    y = _binary(correct, names[1])
+    _same_len((names[0], c), (names[1], y))
     return c, y
 
 
@@ -169,7 +234,9 @@ def _p_t(p: Any, t: Any) -> tuple[np.ndarray, np.ndarray]:
     return pp, tt
 
 
-def _probs(probs: Any) -> np.ndarray:
+def check_probs(probs: Any) -> np.ndarray:
+    """``probs`` as a validated (n, K) float matrix, K >= 2, rows summing to 1 within :data:`PROB_SUM_ATOL`
+    (values clipped to [0, 1]); ValueError naming the problem otherwise."""
     try:
         P = np.asarray(probs, dtype=np.float64)
     except (TypeError, ValueError) as e:
@@ -198,6 +265,9 @@ def _probs(probs: Any) -> np.ndarray:
             f"row {i} sums to {s[i]:.6g}; renormalise them first"
         )
     return np.clip(P, 0.0, 1.0)
+
+
+_probs = check_probs
 
 
 def gold_matrix(labels: Any, n_classes: int) -> np.ndarray:
@@ -353,6 +423,7 @@ def _binned(x: np.ndarray, y: np.ndarray, n_bins: int, scheme: str):
     return edges, idx, cnt, mx, my
 
 
+@_sklearn_names
 def reliability_table(
     conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform"
 ) -> dict[str, np.ndarray]:
@@ -361,7 +432,7 @@ def reliability_table(
     Returns a dict of arrays of length ``n_bins``: ``lower``, ``upper`` (bin (lower, upper]),
     ``count``, ``conf`` (mean confidence), ``acc`` (accuracy). Empty bins have count 0 and NaN means.
 
-    >>> t = reliability_table([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2)
+    >>> t = reliability_table(y_true=[1, 0, 0], y_prob=[0.9, 0.8, 0.1], n_bins=2)
     >>> t["count"].tolist(), t["conf"].round(3).tolist(), t["acc"].tolist()
     ([1.0, 2.0], [0.1, 0.85], [0.0, 0.5])
     """
@@ -381,58 +452,91 @@ def _gaps(x: np.ndarray, y: np.ndarray, n_bins: int, scheme: str):
 # --------------------------------------------------------------------------------------------
 
 
-def ece(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
-    """Top-label expected calibration error, ECE = sum_b (n_b / n) |acc_b - conf_b|  (Guo et al. 2017).
+#: the norms of :func:`calibration_error` (torchmetrics' names)
+NORMS = ("l1", "l2", "max")
 
-    Hand check: conf [0.9, 0.8, 0.1], correct [1, 0, 0], 2 uniform bins
-    -> bin [0, .5]: {0.1} gap 0.1; bin (.5, 1]: {0.9, 0.8} gap |0.5 - 0.85| = 0.35;
-    ECE = 1/3 * 0.1 + 2/3 * 0.35 = 0.2667.
 
-    >>> round(ece([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2), 4)
-    0.2667
+def calibration_error(*, y_true: Any, y_prob: Any, norm: str = "l1", n_bins: int = 15,
+                      scheme: str = "uniform") -> float:
+    """Top-label calibration error of confidences ``y_prob`` against 0/1 outcomes ``y_true`` (keywords only),
+    over ``n_bins`` bins of the confidence (``scheme`` "uniform": equal width, "mass": equal mass; module
+    docstring), with w_b = n_b / n and gap_b = |acc_b - conf_b| over the non-empty bins:
+
+    * ``norm="l1"``: ECE = sum_b w_b gap_b (Guo et al. 2017), :func:`ece`;
+    * ``norm="l2"``: RMS calibration error, sqrt(sum_b w_b gap_b^2), :func:`rms_ce`;
+    * ``norm="max"``: MCE = max_b gap_b, :func:`mce`.
+
+    The ``norm`` names are torchmetrics' ``calibration_error(norm=)``; the bins are scikit-learn's
+    ``calibration_curve(strategy="uniform")`` bins, (lo, hi] with 0 in the first (torchmetrics puts a
+    confidence equal to an inner edge in the upper bin instead).
+
+    Hand check: conf [0.9, 0.8, 0.1], correct [1, 0, 0], 2 uniform bins -> bin [0, .5]: {0.1}, gap 0.1;
+    bin (.5, 1]: {0.9, 0.8}, gap |0.5 - 0.85| = 0.35. L1 = 1/3 * 0.1 + 2/3 * 0.35 = 0.2667,
+    L2 = sqrt(0.01/3 + 2 * 0.1225/3) = 0.2915, max = 0.35.
+
+    >>> [round(calibration_error(y_true=[1, 0, 0], y_prob=[0.9, 0.8, 0.1], norm=k, n_bins=2), 4) for k in NORMS]
+    [0.2667, 0.2915, 0.35]
     """
-    c, y = _conf_correct(conf, correct)
+    if norm not in NORMS:
+        raise ValueError(f"calibration_error: norm must be one of {NORMS}, got {norm!r}")
+    c, y = _conf_correct(y_prob, y_true, ("y_prob", "y_true"))
+    return _calibration_error(c, y, norm, n_bins, scheme)
+
+
+def _calibration_error(c: np.ndarray, y: np.ndarray, norm: str, n_bins: int, scheme: str) -> float:
     w, g = _gaps(c, y, n_bins, scheme)
-    return float(np.sum(w * g))
-
-
-def ece_uw15(conf: Any, correct: Any) -> float:
-    """ECE with 15 equal-width bins."""
-    return ece(conf, correct, 15, "uniform")
-
-
-def ece_uw10(conf: Any, correct: Any) -> float:
-    """ECE with 10 equal-width bins."""
-    return ece(conf, correct, 10, "uniform")
-
-
-def ece_em15(conf: Any, correct: Any) -> float:
-    """ECE with 15 equal-mass bins (Nixon et al. 2019 / Roelofs et al. 2022 'ECE_EM')."""
-    return ece(conf, correct, 15, "mass")
-
-
-def mce(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
-    """Maximum calibration error, max over non-empty bins of |acc_b - conf_b|.
-
-    >>> round(mce([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2), 4)
-    0.35
-    """
-    c, y = _conf_correct(conf, correct)
-    _, g = _gaps(c, y, n_bins, scheme)
+    if norm == "l1":
+        return float(np.sum(w * g))
+    if norm == "l2":
+        return float(math.sqrt(np.sum(w * g * g)))
     return float(g.max())
 
 
-def rms_ce(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
-    """Root-mean-square calibration error, sqrt(sum_b (n_b / n) (acc_b - conf_b)^2).
+@_sklearn_names
+def ece(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
+    """Expected calibration error: ``calibration_error(norm="l1")``, kept under its usual name.
 
-    >>> round(rms_ce([0.9, 0.8, 0.1], [1, 0, 0], n_bins=2), 4)  # sqrt(0.01/3 + 2*0.1225/3)
+    >>> round(ece(y_true=[1, 0, 0], y_prob=[0.9, 0.8, 0.1], n_bins=2), 4)
+    0.2667
+    """
+    return _calibration_error(*_conf_correct(conf, correct), "l1", n_bins, scheme)
+
+
+@_sklearn_names
+def ece_uw15(conf: Any, correct: Any) -> float:
+    """ECE with 15 equal-width bins. Kept for the callers outside the library (trainers, benchmarks) that
+    name it; new code: ``calibration_error(y_true=..., y_prob=..., n_bins=15)``."""
+    return _calibration_error(*_conf_correct(conf, correct), "l1", 15, "uniform")
+
+
+@_sklearn_names
+def ece_uw10(conf: Any, correct: Any) -> float:
+    """ECE with 10 equal-width bins. Kept for the callers outside the library (trainers, benchmarks) that
+    name it; new code: ``calibration_error(y_true=..., y_prob=..., n_bins=10)``."""
+    return _calibration_error(*_conf_correct(conf, correct), "l1", 10, "uniform")
+
+
+@_sklearn_names
+def mce(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
+    """Maximum calibration error: ``calibration_error(norm="max")``, kept under its usual name.
+
+    >>> round(mce(y_true=[1, 0, 0], y_prob=[0.9, 0.8, 0.1], n_bins=2), 4)
+    0.35
+    """
+    return _calibration_error(*_conf_correct(conf, correct), "max", n_bins, scheme)
+
+
+@_sklearn_names
+def rms_ce(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
+    """Root-mean-square calibration error: ``calibration_error(norm="l2")``, kept under its usual name.
+
+    >>> round(rms_ce(y_true=[1, 0, 0], y_prob=[0.9, 0.8, 0.1], n_bins=2), 4)  # sqrt(0.01/3 + 2*0.1225/3)
     0.2915
     """
-    c, y = _conf_correct(conf, correct)
-    w, g = _gaps(c, y, n_bins, scheme)
-    return float(math.sqrt(np.sum(w * g * g)))
+    return _calibration_error(*_conf_correct(conf, correct), "l2", n_bins, scheme)
 
 
+@_sklearn_names
 def classwise_ece(probs: Any, labels: Any, n_bins: int = 15) -> float:
     """Class-wise ECE (Kull et al. 2019): mean over *all* K classes of the equal-width ECE of
     P(class k) against the target for k (1[y = k]; with several golds the normalised multi-hot
@@ -441,11 +545,11 @@ def classwise_ece(probs: Any, labels: Any, n_bins: int = 15) -> float:
     Hand check, 2 bins: class 0 has P = [0.9, 0.4] vs target [1, 1] -> (0.1 + 0.6) / 2 = 0.35;
     class 1 has P = [0.1, 0.6] vs [0, 0] -> (0.1 + 0.6) / 2 = 0.35; mean 0.35.
 
-    >>> round(classwise_ece([[0.9, 0.1], [0.4, 0.6]], [0, 0], n_bins=2), 4)
+    >>> round(classwise_ece(y_true=[0, 0], y_prob=[[0.9, 0.1], [0.4, 0.6]], n_bins=2), 4)
     0.35
     """
     P, G = _probs_gold(probs, labels)
-    T = G / G.sum(axis=1, keepdims=True)
+    T = gold_target(G)
     M = _check_bins(n_bins)
     tot = 0.0
     for k in range(P.shape[1]):
@@ -459,36 +563,46 @@ def classwise_ece(probs: Any, labels: Any, n_bins: int = 15) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def _target(G: np.ndarray) -> np.ndarray:
+def gold_target(G: np.ndarray) -> np.ndarray:
+    """The target distribution of a boolean gold matrix (:func:`gold_matrix`): the multi-hot rows normalised
+    to sum to 1 (one-hot for a single gold), what the proper scores and class-wise ECE score against.
+
+    >>> gold_target(gold_matrix([1, [0, 2]], 3)).tolist()
+    [[0.0, 1.0, 0.0], [0.5, 0.0, 0.5]]
+    """
+    G = np.asarray(G)
     return G / G.sum(axis=1, keepdims=True)
 
 
+@_sklearn_names
 def brier_multiclass(probs: Any, labels: Any) -> float:
     """Multiclass Brier score (Brier 1950), mean_i sum_k (p_ik - t_ik)^2, range [0, 2].
 
     t is one-hot (normalised multi-hot with several golds).
 
-    >>> brier_multiclass([[0.5, 0.5], [1.0, 0.0]], [0, 1])  # (0.25+0.25 + 1+1) / 2
+    >>> brier_multiclass(y_true=[0, 1], y_prob=[[0.5, 0.5], [1.0, 0.0]])  # (0.25+0.25 + 1+1) / 2
     1.25
     """
     P, G = _probs_gold(probs, labels)
-    return float(np.mean(np.sum((P - _target(G)) ** 2, axis=1)))
+    return float(np.mean(np.sum((P - gold_target(G)) ** 2, axis=1)))
 
 
+@_sklearn_names
 def brier_confidence(conf: Any, correct: Any) -> float:
     """Top-label (confidence) Brier score, mean (conf - correct)^2, range [0, 1].
 
-    >>> round(brier_confidence([0.9, 0.2], [1, 1]), 4)  # (0.01 + 0.64) / 2
+    >>> round(brier_confidence(y_true=[1, 1], y_prob=[0.9, 0.2]), 4)  # (0.01 + 0.64) / 2
     0.325
     """
     c, y = _conf_correct(conf, correct)
     return float(np.mean((c - y) ** 2))
 
 
+@_sklearn_names
 def brier_soft(p: Any, t: Any) -> float:
     """Soft-label Brier score, mean (p - t)^2 with t the annotator fraction.
 
-    >>> round(brier_soft([0.7, 0.2], [0.5, 0.0]), 4)  # (0.04 + 0.04) / 2
+    >>> round(brier_soft(y_true=[0.5, 0.0], y_prob=[0.7, 0.2]), 4)  # (0.04 + 0.04) / 2
     0.04
     """
     pp, tt = _p_t(p, t)
@@ -513,6 +627,7 @@ def _murphy(f: np.ndarray, o: np.ndarray, n_bins: int, scheme: str) -> dict[str,
     }
 
 
+@_sklearn_names
 def murphy_decomposition(
     conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform"
 ) -> dict[str, float]:
@@ -524,7 +639,7 @@ def murphy_decomposition(
     leaves over. Binning bias: with few documents per bin the sample REL is biased upwards (sampling
     noise in acc_b adds ~acc_b(1-acc_b)/n_b; Broecker 2012), so compare REL only at equal n.
 
-    >>> d = murphy_decomposition([0.8, 0.8, 0.2, 0.2], [1, 0, 0, 0], n_bins=2)
+    >>> d = murphy_decomposition(y_true=[1, 0, 0, 0], y_prob=[0.8, 0.8, 0.2, 0.2], n_bins=2)
     >>> [round(d[k], 4) for k in ("brier", "reliability", "resolution", "uncertainty")]
     [0.19, 0.065, 0.0625, 0.1875]
     >>> abs(d["residual"]) < 1e-12  # confidences constant within bins -> exact identity
@@ -534,6 +649,7 @@ def murphy_decomposition(
     return _murphy(c, y, n_bins, scheme)
 
 
+@_sklearn_names
 def brier_multiclass_decomposition(
     probs: Any, labels: Any, n_bins: int = 15
 ) -> dict[str, float]:
@@ -545,7 +661,7 @@ def brier_multiclass_decomposition(
     :func:`murphy_decomposition`.
     """
     P, G = _probs_gold(probs, labels)
-    T = _target(G)
+    T = gold_target(G)
     out = dict.fromkeys(("brier", "reliability", "resolution", "uncertainty", "residual"), 0.0)
     for k in range(P.shape[1]):
         d = _murphy(P[:, k], T[:, k], n_bins, "uniform")
@@ -559,18 +675,19 @@ def brier_multiclass_decomposition(
 # --------------------------------------------------------------------------------------------
 
 
+@_sklearn_names
 def nll_multiclass(probs: Any, labels: Any) -> float:
     """Negative log-likelihood, mean_i -sum_k t_ik log clip(p_ik, eps, 1-eps)  (nats).
 
     Probabilities are clipped with :data:`NLL_EPS` (float64 machine epsilon), the same rule as
     ``sklearn.metrics.log_loss``, so a zero probability on the gold costs ~36.04 nats instead of inf.
 
-    >>> round(nll_multiclass([[0.5, 0.5], [0.8, 0.2]], [0, 0]), 4)  # (ln 2 + ln 1.25) / 2
+    >>> round(nll_multiclass(y_true=[0, 0], y_prob=[[0.5, 0.5], [0.8, 0.2]]), 4)  # (ln 2 + ln 1.25) / 2
     0.4581
     """
     P, G = _probs_gold(probs, labels)
     Pc = np.clip(P, NLL_EPS, 1 - NLL_EPS)
-    T = _target(G)
+    T = gold_target(G)
     return float(np.mean(-np.sum(T * np.log(Pc), axis=1)))
 
 
@@ -579,22 +696,24 @@ def _bernoulli_ce(p: np.ndarray, t: np.ndarray) -> float:
     return float(np.mean(-(t * np.log(pc) + (1 - t) * np.log1p(-pc))))
 
 
+@_sklearn_names
 def nll_confidence(conf: Any, correct: Any) -> float:
     """Binary log loss of the confidence as P(correct): mean -[y log c + (1-y) log(1-c)] (eps-clipped).
 
-    >>> round(nll_confidence([0.5, 0.9], [1, 0]), 4)  # (ln 2 + ln 10) / 2
+    >>> round(nll_confidence(y_true=[1, 0], y_prob=[0.5, 0.9]), 4)  # (ln 2 + ln 10) / 2
     1.4979
     """
     c, y = _conf_correct(conf, correct)
     return _bernoulli_ce(c, y)
 
 
+@_sklearn_names
 def nll_soft(p: Any, t: Any) -> float:
     """Cross-entropy to Bernoulli(t): mean -[t log p + (1-t) log(1-p)] (eps-clipped, nats).
 
     Its minimum over p is the entropy H(t), not 0, when annotators disagree.
 
-    >>> round(nll_soft([0.5], [0.3]), 4)  # ln 2
+    >>> round(nll_soft(y_true=[0.3], y_prob=[0.5]), 4)  # ln 2
     0.6931
     """
     pp, tt = _p_t(p, t)
@@ -606,6 +725,7 @@ def nll_soft(p: Any, t: Any) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+@_sklearn_names
 def auroc_confidence(conf: Any, correct: Any) -> float:
     """AUROC of the confidence for separating correct from wrong answers (sklearn roc_auc_score).
 
@@ -624,6 +744,7 @@ def auroc_confidence(conf: Any, correct: Any) -> float:
     return float(roc_auc_score(y, c))
 
 
+@_sklearn_names
 def auroc_class(probs: Any, labels: Any) -> float:
     """One-vs-rest macro AUROC: mean over classes k of roc_auc_score(1[k in gold], P(k)).
 
@@ -659,6 +780,7 @@ def _expected_cum_errors(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
     return before[gid] + j * gerr[gid] / gsize[gid]
 
 
+@_sklearn_names
 def aurc(conf: Any, correct: Any) -> float:
     """Area under the risk-coverage curve (Geifman & El-Yaniv 2017; Geifman et al. 2018).
 
@@ -666,9 +788,9 @@ def aurc(conf: Any, correct: Any) -> float:
     AURC = (1/n) sum_{k=1..n} risk(k). Lower is better. Ties: a tied group is scored by the expected
     risk over uniformly random orderings within the group, so the value never depends on input order.
 
-    >>> round(aurc([0.9, 0.8, 0.7], [1, 0, 1]), 4)  # risks 0, 1/2, 1/3 -> mean 0.2778
+    >>> round(aurc(y_true=[1, 0, 1], y_prob=[0.9, 0.8, 0.7]), 4)  # risks 0, 1/2, 1/3 -> mean 0.2778
     0.2778
-    >>> aurc([0.5, 0.5], [1, 0])  # tie: expected risks 1/2, 1/2
+    >>> aurc(y_true=[1, 0], y_prob=[0.5, 0.5])  # tie: expected risks 1/2, 1/2
     0.5
     """
     c, y = _conf_correct(conf, correct)
@@ -676,11 +798,12 @@ def aurc(conf: Any, correct: Any) -> float:
     return float(np.mean(E / np.arange(1, len(c) + 1)))
 
 
+@_sklearn_names
 def acc_at_coverage(conf: Any, correct: Any, coverage: float = 0.1) -> float:
     """Accuracy on the ceil(coverage * n) most confident documents (ties: expected value over random
     tie-breaking, as in :func:`aurc`).
 
-    >>> acc_at_coverage([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 1], coverage=0.5)
+    >>> acc_at_coverage(y_true=[1, 0, 1, 1], y_prob=[0.9, 0.8, 0.7, 0.6], coverage=0.5)
     0.5
     """
     if not 0 < coverage <= 1:
@@ -692,6 +815,7 @@ def acc_at_coverage(conf: Any, correct: Any, coverage: float = 0.1) -> float:
     return float(1.0 - E[k - 1] / k)
 
 
+@_sklearn_names
 def rejection_curve(conf: Any, correct: Any, max_rejection: float = 1.0) -> np.ndarray:
     """Accuracy of the retained documents when the least confident are rejected first: entry j is the
     (expected, ties broken uniformly at random) accuracy of the n − j most confident, j = 0 … m − 1 with
@@ -707,6 +831,7 @@ def rejection_curve(conf: Any, correct: Any, max_rejection: float = 1.0) -> np.n
     return 1.0 - E[k - 1] / k
 
 
+@_sklearn_names
 def prr(conf: Any, correct: Any, max_rejection: float = 1.0) -> float:
     """Prediction–rejection ratio (Malinin et al. 2017; lm-polygraph's metric of record, Fadeeva et al. 2023):
 
@@ -719,7 +844,7 @@ def prr(conf: Any, correct: Any, max_rejection: float = 1.0) -> float:
     Ties in conf: expected value over random tie-breaking (polygraph's argsort breaks them by position), so a
     constant confidence scores exactly 0.
 
-    >>> round(prr([0.9, 0.8, 0.7, 0.6], [1, 1, 0, 0]), 12)  # the oracle order
+    >>> round(prr(y_true=[1, 1, 0, 0], y_prob=[0.9, 0.8, 0.7, 0.6]), 12)  # the oracle order
     1.0
     """
     c, y = _conf_correct(conf, correct)
@@ -729,7 +854,7 @@ def prr(conf: Any, correct: Any, max_rejection: float = 1.0) -> float:
     n = len(c)
     m = max(1, int(max_rejection * n + 1e-9))
     k = np.arange(n, n - m, -1)
-    auc_unc = float(np.mean(rejection_curve(c, y, max_rejection)))
+    auc_unc = float(np.mean(rejection_curve(y_true=y, y_prob=c, max_rejection=max_rejection)))
     auc_orc = float(np.mean(np.minimum(1.0, y.sum() / k)))
     auc_rnd = float(y.mean())
     if auc_orc - auc_rnd <= 1e-15:  # one document rejected from a curve whose oracle cannot improve
@@ -738,11 +863,12 @@ def prr(conf: Any, correct: Any, max_rejection: float = 1.0) -> float:
     return (auc_unc - auc_rnd) / (auc_orc - auc_rnd)
 
 
+@_sklearn_names
 def auarc(conf: Any, correct: Any) -> float:
     """Area under the accuracy–rejection curve (Nadeem et al. 2009; Lin et al. 2023's AUARC):
     (1/n) Σ_{k=1..n} acc(k most confident) = 1 − :func:`aurc`. Higher is better; ties as in :func:`aurc`.
 
-    >>> round(auarc([0.9, 0.8, 0.7], [1, 0, 1]), 4)  # accuracies 1, 1/2, 2/3
+    >>> round(auarc(y_true=[1, 0, 1], y_prob=[0.9, 0.8, 0.7]), 4)  # accuracies 1, 1/2, 2/3
     0.7222
     """
     c, y = _conf_correct(conf, correct)
@@ -751,10 +877,11 @@ def auarc(conf: Any, correct: Any) -> float:
     return float(np.mean(1.0 - E / k))
 
 
+@_sklearn_names
 def ece_1bin(conf: Any, correct: Any) -> float:
     """One-bin ECE (HELM's ``ece_1_bin``): |mean(conf) − accuracy|, the overall over/under-confidence.
 
-    >>> round(ece_1bin([0.9, 0.7], [1, 0]), 6)
+    >>> round(ece_1bin(y_true=[1, 0], y_prob=[0.9, 0.7]), 6)
     0.3
     """
     c, y = _conf_correct(conf, correct)
@@ -824,10 +951,11 @@ def macro_f1(pred: Any, labels: Any, n_classes: int) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+@_sklearn_names
 def soft_ece(p: Any, t: Any, n_bins: int = 15) -> float:
     """Soft-label ECE: equal-width bins on p, sum_b (n_b / n) |mean_b p - mean_b t|.
 
-    >>> round(soft_ece([0.9, 0.8, 0.1], [0.5, 0.5, 0.0], n_bins=2), 4)  # 1/3*0.1 + 2/3*0.35
+    >>> round(soft_ece(y_true=[0.5, 0.5, 0.0], y_prob=[0.9, 0.8, 0.1], n_bins=2), 4)  # 1/3*0.1 + 2/3*0.35
     0.2667
     """
     pp, tt = _p_t(p, t)

@@ -53,6 +53,8 @@ __all__ = [
     "check_record",
     "to_arrays",
     "first_gold",
+    "gold_value",
+    "gold_key",
     "TUNED_FIELDS",
     "canonical",
     "records_hash",
@@ -81,12 +83,37 @@ def _finite(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _gold_value(gold: Any) -> int | list[int] | None:
+def gold_value(gold: Any) -> int | list[int] | None:
+    """A gold label as a record holds it: None, an index, or the list of acceptable indices (plain ints).
+
+    The one normalisation of a gold label: records (:func:`classification_record`), the tasks' gold reader
+    (:class:`semcal_eval.data.gold.GoldReader`) and the board's dataset check all use it.
+
+    >>> gold_value(3), gold_value((1, 2)), gold_value(None)
+    (3, [1, 2], None)
+    """
     if gold is None:
         return None
     if isinstance(gold, (list, tuple, np.ndarray)):
         return [int(g) for g in gold]
     return int(gold)
+
+
+def gold_key(gold: Any) -> tuple:
+    """A comparison key of a gold label that may come from an untrusted file: the sorted acceptable indices, or
+    ``("?", text)`` for anything that is not a gold label (so two golds compare equal exactly when they name the
+    same set of labels, and junk never raises).
+
+    >>> gold_key([2, 1]) == gold_key((1, 2)), gold_key(1) == gold_key([1]), gold_key("x")
+    (True, True, ('?', 'x'))
+    """
+    if gold is None:
+        return ("?", str(gold))
+    try:
+        value = gold_value(gold)
+    except (TypeError, ValueError):
+        return ("?", str(gold))
+    return tuple(sorted(value)) if isinstance(value, list) else (value,)
 
 
 def classification_record(
@@ -105,14 +132,14 @@ def classification_record(
     >>> classification_record([0.5, 0.5], None, soft=0.7)
     {'probs': [0.5, 0.5], 'gold': None, 'soft': 0.7}
     """
-    P = M._probs([list(probs)])
+    P = M.check_probs([list(probs)])
     if gold is None and soft is None:
         raise RecordError("a classification record needs a gold label or a soft target")
     if gold is not None:
         M.gold_matrix([gold], P.shape[1])
-    rec: dict[str, Any] = {"probs": [float(x) for x in P[0]], "gold": _gold_value(gold)}
+    rec: dict[str, Any] = {"probs": [float(x) for x in P[0]], "gold": gold_value(gold)}
     if soft is not None:
-        t = float(M._unit([soft], "soft")[0])
+        t = float(M.check_unit([soft], "soft")[0])
         if P.shape[1] != 2:
             raise RecordError(f"a soft target needs exactly 2 classes (positive class = index 1), got {P.shape[1]}")
         rec["soft"] = t
@@ -133,12 +160,12 @@ def confidence_record(conf: float, correct: Any, **views: Any) -> dict:
     >>> confidence_record(0.8, 1, em=0)
     {'conf': 0.8, 'correct': 1, 'em': 0}
     """
-    rec: dict[str, Any] = {"conf": float(M._unit([conf], "conf")[0]), "correct": int(M._binary([correct], "correct")[0])}
+    rec: dict[str, Any] = {"conf": float(M.check_unit([conf], "conf")[0]), "correct": int(M.check_binary([correct], "correct")[0])}
     for name, value in views.items():
         role = CONFIDENCE_VIEWS.get(name)
         if role is None:
             raise RecordError(f"unknown confidence-record field {name!r}; known: {sorted(CONFIDENCE_VIEWS)}")
-        rec[name] = float(M._unit([value], name)[0]) if role == "conf" else int(M._binary([value], name)[0])
+        rec[name] = float(M.check_unit([value], name)[0]) if role == "conf" else int(M.check_binary([value], name)[0])
     return rec
 
 
@@ -235,8 +262,8 @@ def _confidence_arrays(records: list[dict], view: tuple[str, str]) -> RecordArra
             raise RecordError(
                 f"record {i} lacks '{cf}'/'{yf}' (keys: {sorted(rec)}); records of one metric must be one kind"
             )
-    c = M._unit([rec[cf] for rec in records], cf)
-    y = M._binary([float(rec[yf]) for rec in records], yf)
+    c = M.check_unit([rec[cf] for rec in records], cf)
+    y = M.check_binary([float(rec[yf]) for rec in records], yf)
     return RecordArrays(CONFIDENCE, c, y)
 
 
@@ -250,11 +277,11 @@ def _classification_arrays(records: list[dict]) -> RecordArrays:
             K = k
         elif k != K:
             raise RecordError(f"record {i} has {k} probabilities but record 0 has {K}; all documents need the same label set")
-    P = M._probs([rec["probs"] for rec in records])
+    P = M.check_probs([rec["probs"] for rec in records])
     softs = [rec.get("soft") for rec in records]
     t = None
     if all(s is not None for s in softs):
-        t = M._unit(softs, "soft")
+        t = M.check_unit(softs, "soft")
         if K != 2:
             raise RecordError(f"soft labels need binary probs (K = 2), got K = {K}")
     golds = []

@@ -12,7 +12,9 @@ name               hub path (config)                           hub splits      d
 ``nq_open``        google-research-datasets/nq_open            train/val       validation
 ``triviaqa``       mandarjoshi/trivia_qa (rc.nocontext)        train/val/test  validation
 ``hotpotqa``       hotpotqa/hotpot_qa (distractor)             train/val       validation
-``msmarco``        microsoft/ms_marco (v2.1)                   train/val/test  validation
+``msmarco``        microsoft/ms_marco (v2.1)                   train/val/test  validation (local:
+                                                                               test, the mirror's
+                                                                               v1.1 test sample)
 =================  ==========================================  ==============  ==================
 
 Source selection: ``data_dir=`` argument, else the ``SEMCAL_DATA_DIR`` environment variable, else the
@@ -185,7 +187,8 @@ def lm_eval_dataset(
     task YAML's ``metadata`` merged with ``--model_args`` and ``--metadata`` (CLI wins); unrelated
     keys (``version``, ``pretrained``, ...) land in ``_ignored``. Returns a DatasetDict with
 
-    * ``"eval"``: split ``split`` (default: the dataset's standard evaluation split),
+    * ``"eval"``: split ``split`` (default: the dataset's standard evaluation split; from a local mirror that
+      lacks it, the mirror's own evaluation split, :func:`default_eval_split`),
     * ``"train"`` / ``"validation"``: splits ``train_split`` / ``validation_split`` (default
       ``train`` / ``validation``) when the source has them, for few-shot examples and recalibration
       fits. Their absence is logged, not an error; an absent eval split is an error.
@@ -194,9 +197,9 @@ def lm_eval_dataset(
     positional-only so that a metadata key ``name`` cannot collide with it.
     """
     spec = get_spec(name)
-    eval_split = split or spec.eval_split
-    want = {"train": train_split or "train", "validation": validation_split or "validation"}
     root = resolve_data_dir(data_dir)
+    eval_split = split or default_eval_split(spec, root)
+    want = {"train": train_split or "train", "validation": validation_split or "validation"}
     out: dict[str, Dataset] = {}
     if root is None:
         if eval_split not in spec.hub_splits:
@@ -226,6 +229,20 @@ def lm_eval_dataset(
     if _ignored:
         logger.debug("lm_eval_dataset(%s): ignoring metadata keys %s", spec.name, sorted(_ignored))
     return DatasetDict(out)
+
+
+def default_eval_split(spec: DatasetSpec, root: Path | None) -> str:
+    """The split evaluated when none is named: ``spec.eval_split`` from the hub, and from a local mirror that
+    has a file for it; else the mirror's own ``spec.local_eval_split`` (MS MARCO: the mirror's 1,000-question
+    v1.1 test sample, as it holds no validation questions), logged."""
+    if root is None or spec.local_eval_split is None:
+        return spec.eval_split
+    folder = root / spec.name
+    if local_source(spec, folder, spec.eval_split) is not None or local_source(spec, folder, spec.local_eval_split) is None:
+        return spec.eval_split
+    logger.info("%s: the local mirror %s has no %r split; evaluating its %r split", spec.name, folder,
+                spec.eval_split, spec.local_eval_split)
+    return spec.local_eval_split
 
 
 def make_lm_eval_loader(name: str) -> Callable[..., DatasetDict]:

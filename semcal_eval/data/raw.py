@@ -94,6 +94,20 @@ def parse_dpr_tsv(path: Path) -> Iterator[dict]:
             yield {"question": rec[0], "answer": answers}
 
 
+def parse_autorag_msmarco_parquet(path: Path) -> Iterator[dict]:
+    """AutoRAG's MS MARCO QA sample (``qid``, ``query``, ``generation_gt``: list of answers, ``retrieval_gt``:
+    passage ids without text) → ``{"query_id", "query", "answers"}``; passages are not in the file."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    need = {"qid", "query", "generation_gt"}
+    if not need <= set(table.column_names):
+        raise ValueError(f"{path}: not AutoRAG's MS MARCO QA parquet (needs columns {sorted(need)}; "
+                         f"found {sorted(table.column_names)})")
+    for rec in table.select(["qid", "query", "generation_gt"]).to_pylist():
+        yield {"query_id": rec["qid"], "query": rec["query"], "answers": rec["generation_gt"]}
+
+
 def read_hub_schema_file(path: Path) -> Iterator[dict]:
     """A file already in the hub schema: ``.parquet``, else JSON lines / a JSON array."""
     if path.suffix == ".parquet":

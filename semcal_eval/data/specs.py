@@ -57,6 +57,9 @@ class DatasetSpec:
     check_folder: Callable[[Path], None] | None = None
     local_only_note: str = ""  # shown when no local file can provide a split
     unusable_files: tuple[str, ...] = ()  # raw files in the folder that no split can use
+    # the split a local run evaluates by default when ``eval_split`` has no file in the mirror (MS MARCO: the
+    # mirror holds a test sample, no validation questions); a hub run always evaluates ``eval_split``
+    local_eval_split: str | None = None
 
     def raw_filenames(self) -> set[str]:
         """Every raw file name of this dataset (never mistaken for a hub-schema ``<split>.json``)."""
@@ -284,13 +287,29 @@ SPECS: dict[str, DatasetSpec] = {
         features=_MSMARCO_FEATURES,
         required=(("query", "text"), ("answers", "present")),
         complete=rows.complete_msmarco,
-        local_files={},
+        local_files={
+            "test": (
+                RawFile(
+                    "msmarco_v1.1_test_qa_1000.parquet",
+                    raw.parse_autorag_msmarco_parquet,
+                    "github.com/Marker-Inc-Korea/AutoRAG, sample_dataset/msmarco/qa.parquet at commit 1bf5973a "
+                    "(1,000 questions of MS MARCO v1.1 test with their answers)",
+                    note=(
+                        "local MS MARCO 'test' is a 1,000-question sample of MS MARCO v1.1 test (AutoRAG's QA "
+                        "sample, unanswerable questions dropped, no passages), not the hub's v2.1 validation split"
+                    ),
+                ),
+            ),
+        },
+        local_eval_split="test",
         unusable_files=("dev_as_references.json",),
         local_only_note=(
-            "MS MARCO has no usable raw file in the local mirror: msmarco/dev_as_references.json holds "
-            "answers and query ids only, with no query text, so it cannot be used for QA. Read MS MARCO "
-            "from the hub (unset SEMCAL_DATA_DIR, or pass data_dir='hub' / --metadata "
-            "'{\"data_dir\": \"hub\"}'), or supply the split yourself in the hub schema"
+            "MS MARCO's local mirror holds questions for its 'test' split only (msmarco_v1.1_test_qa_1000.parquet: "
+            "1,000 questions of v1.1 test, the split a local run evaluates by default); "
+            "msmarco/dev_as_references.json holds dev answers and query ids only, with no query text, so it "
+            "cannot be used for QA. For this split read MS MARCO from the hub (unset SEMCAL_DATA_DIR, or pass "
+            "data_dir='hub' / --metadata '{\"data_dir\": \"hub\"}'), or supply it "
+            "yourself in the hub schema"
         ),
     ),
 }

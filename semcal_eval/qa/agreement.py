@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .answers import best_f1, check_golds, exact_match
+from .grading import correct_by
 
 if TYPE_CHECKING:  # pragma: no cover
     from .judges import Judge
@@ -242,15 +243,15 @@ def score_question(
     golds: Sequence[str],
     judge: Judge,
     threshold: float = 0.5,
-    correctness: str = "f1",
+    correctness: str = "strict",
     seq_logprobs: Sequence[float] | None = None,
 ) -> dict:
     """Everything the QA tasks log for one question.
 
     The greedy answer is clustered together with the K samples (greedy first, so it represents its cluster
     and ``greedy_cluster`` is 0 unless it is empty); ``cluster_ids`` are the samples' ids. Correctness is
-    best token-F1 ≥ ``threshold`` (``correctness="f1"``) or the judge's equivalence with any gold alias
-    (``correctness="judge"``). Returns a JSON-serialisable dict with ``conf`` (primary confidence: cluster
+    :func:`semcal_eval.qa.grading.correct_by` under ``correctness`` (default ``strict``: the grader the training
+    rewards use; ``f1``: best token-F1 ≥ ``threshold``; ``judge``: the judge's equivalence with a gold alias). Returns a JSON-serialisable dict with ``conf`` (primary confidence: cluster
     share) and ``correct`` plus ``em``, ``f1``, ``greedy``, ``samples``, ``cluster_ids``,
     ``greedy_cluster``, ``n_clusters``, ``semantic_entropy``, ``conf_entropy``, ``conf_likelihood`` (None
     without log-probs), ``judge`` and ``judged_pairs``.
@@ -261,12 +262,7 @@ def score_question(
     ids, cache = _cluster(question, [greedy, *samples], judge)
     g_id, s_ids = ids[0], ids[1:]
     f1 = best_f1(greedy, golds)
-    if correctness == "f1":
-        correct = int(f1 >= threshold)
-    elif correctness == "judge":
-        correct = int(bool(greedy) and any(judge.equivalent(question, [(greedy, g) for g in golds])))
-    else:
-        raise ValueError(f"correctness must be 'f1' or 'judge', got {correctness!r}")
+    correct = correct_by(correctness, greedy, golds, question, threshold, judge)
     return {
         "conf": conf_cluster_share(g_id, s_ids) if s_ids else None,
         "correct": correct,

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
 __all__ = [
+    "CONFUSABLES",
+    "fold",
     "EmptyGoldError",
     "normalize_answer",
     "check_golds",
     "exact_match",
     "token_f1",
     "best_f1",
+    "rouge_l_f1",
     "is_correct",
     "clean_answer",
 ]
@@ -28,20 +32,57 @@ class EmptyGoldError(ValueError):
     """Raised when a question has no usable gold answer (empty list, or only empty strings)."""
 
 
+#: Letters of other scripts (and Latin look-alikes) that render like a Latin letter, mapped to it. NFKC maps
+#: the compatibility forms (full-width "Ｌ", "𝖲", Roman numeral "ⅼ"); this table covers the look-alikes that
+#: NFKC keeps (Unicode's confusables.txt, the single-letter Latin targets of Cyrillic, Greek and IPA letters).
+CONFUSABLES = {
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "ё": "e", "з": "3", "і": "i", "ї": "i", "ј": "j", "к": "k", "м": "m", "н": "h",
+    "о": "o", "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h",
+    "ӏ": "l", "А": "A", "В": "B", "Е": "E", "З": "3", "І": "I", "Ј": "J", "К": "K", "М": "M", "Н": "H", "О": "O",
+    "Р": "P", "С": "C", "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "Ԁ": "D", "Ү": "Y", "ү": "y",
+    # Greek
+    "α": "a", "ο": "o", "ρ": "p", "ν": "v", "τ": "t", "υ": "u", "ι": "i", "κ": "k", "χ": "x", "Α": "A", "Β": "B",
+    "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y",
+    "Χ": "X",
+    # Latin look-alikes (IPA and others)
+    "ɑ": "a", "ɡ": "g", "ɩ": "i", "ı": "i", "ȷ": "j", "ʟ": "l", "ɪ": "i", "ʀ": "r", "ꜱ": "s", "ᴏ": "o", "ᴄ": "c",
+    "ᴠ": "v", "ᴡ": "w", "ᴢ": "z", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "ß": "ss",
+    "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ð": "d", "þ": "th",
+    # dashes, slashes and spaces that NFKC keeps
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-", "\u2044": "/",
+    "\u2215": "/", "\u00a0": " ", "\u202f": " ",
+}
+_CONFUSABLE_TABLE = str.maketrans(CONFUSABLES)
+
+
+def fold(text: str) -> str:
+    """NFKC, confusable letters to Latin (:data:`CONFUSABLES`), diacritics dropped, case folded.
+
+    >>> fold("Lÿon"), fold("Lуon"), fold("ＰＡＲＩＳ"), fold("𝖲molLM2"), fold("São Paulo")
+    ('lyon', 'lyon', 'paris', 'smollm2', 'sao paulo')
+    """
+    s = unicodedata.normalize("NFKC", text or "").translate(_CONFUSABLE_TABLE)
+    s = "".join(ch for ch in unicodedata.normalize("NFKD", s) if not unicodedata.combining(ch))
+    return s.translate(_CONFUSABLE_TABLE).casefold()
+
+
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def normalize_answer(s: str) -> str:
-    """SQuAD normalisation: lower-case, drop punctuation, drop the articles a/an/the, collapse whitespace.
+    """SQuAD normalisation after :func:`fold`: lower-case, drop punctuation (ASCII and Unicode), drop the
+    articles a/an/the, collapse whitespace. Folding first makes spelling variants ("Lyón", "Lуon" with a
+    Cyrillic у, "ＬＹＯＮ") one answer everywhere semcal compares answers.
 
     >>> normalize_answer("  The  Eiffel-Tower!")
     'eiffeltower'
     >>> normalize_answer("An apple, a day")
     'apple day'
     """
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = fold(s)
+    s = "".join(ch for ch in s if ch not in _PUNCT and not unicodedata.category(ch).startswith("P"))
     s = _ARTICLES.sub(" ", s)
     return " ".join(s.split())
 
@@ -103,6 +144,29 @@ def best_f1(pred: str, golds: str | Iterable[str]) -> float:
     1.0
     """
     return max(token_f1(pred, g) for g in check_golds(golds))
+
+
+def rouge_l_f1(a: str, b: str) -> float:
+    """ROUGE-L F1 of two answers' normalised tokens (Lin 2004, without stemming): l the longest common
+    subsequence, P = l/|a|, R = l/|b|, F1 = 2PR/(P+R), symmetric; 0 when either side is empty.
+
+    >>> round(rouge_l_f1("Paris is the capital", "Paris is the capital of France"), 6)  # l = 3, P = 1, R = 3/5
+    0.75
+    """
+    x, y = normalize_answer(a).split(), normalize_answer(b).split()
+    if not x or not y:
+        return 0.0
+    prev = [0] * (len(y) + 1)
+    for tx in x:
+        cur = [0]
+        for j, ty in enumerate(y):
+            cur.append(prev[j] + 1 if tx == ty else max(prev[j + 1], cur[j]))
+        prev = cur
+    lcs = prev[-1]
+    if lcs == 0:
+        return 0.0
+    p, r = lcs / len(x), lcs / len(y)
+    return 2 * p * r / (p + r)
 
 
 def is_correct(pred: str, golds: str | Iterable[str], threshold: float = 0.5) -> bool:

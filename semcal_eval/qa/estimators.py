@@ -27,7 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .answers import normalize_answer, token_f1
+from semcal_eval.core.crossfit import splits as crossfit_splits
+
+from .answers import normalize_answer, rouge_l_f1, token_f1
 
 __all__ = [
     "max_sequence_probability",
@@ -194,20 +196,7 @@ def rouge_l(a: str, b: str) -> float:
     >>> rouge_l("the Eiffel Tower", "Eiffel Tower in Paris")  # LCS 2, |a| 2, |b| 4 after normalisation
     0.6666666666666666
     """
-    x, y = normalize_answer(a).split(), normalize_answer(b).split()
-    if not x or not y:
-        return 0.0
-    prev = [0] * (len(y) + 1)
-    for tx in x:
-        cur = [0]
-        for j, ty in enumerate(y):
-            cur.append(prev[j] + 1 if tx == ty else max(prev[j + 1], cur[j]))
-        prev = cur
-    lcs = prev[-1]
-    if lcs == 0:
-        return 0.0
-    p, r = lcs / len(y), lcs / len(x)
-    return 2 * p * r / (p + r)
+    return rouge_l_f1(a, b)
 
 
 def lexical_similarity(samples: Sequence[str], metric: str = "rougeL") -> float:
@@ -349,8 +338,9 @@ def crossfit_calibrate(scores: Sequence[float], correct: Sequence[int], folds: S
                        method: str = "isotonic") -> np.ndarray:
     """P(correct | score), 2-fold cross-fitted: each fold's documents are mapped by a monotone map fitted on
     the other fold only (isotonic regression, increasing, clipped outside the fitted range; or ``"platt"``,
-    logistic regression on the score). ``folds`` default: position % 2 (as the ``_ts`` rows). A fold whose
-    other fold has one class only gets that fold's base rate (nothing to fit a ranking on).
+    logistic regression on the score). ``folds`` default: :func:`semcal_eval.core.crossfit.folds`, position % 2
+    (the folds of the ``_ts`` rows). A fold whose other fold has one class only gets that fold's base rate
+    (nothing to fit a ranking on).
     """
     from sklearn.isotonic import IsotonicRegression
     from sklearn.linear_model import LogisticRegression
@@ -360,13 +350,11 @@ def crossfit_calibrate(scores: Sequence[float], correct: Sequence[int], folds: S
     if x.shape != y.shape or x.ndim != 1 or x.size < 4:
         raise ValueError(f"crossfit_calibrate needs ≥ 4 documents with one score and one 0/1 label each, got "
                          f"{x.shape} and {y.shape}")
-    f = np.arange(len(x)) % 2 if folds is None else np.asarray(folds)
     out = np.empty_like(x)
-    for k in (0, 1):
-        fit, app = f != k, f == k
-        if not app.any():
+    for k, fit, app in crossfit_splits(len(x), folds):  # the one fold rule (semcal_eval.core.crossfit)
+        if not len(app):
             continue
-        if not fit.any():
+        if not len(fit):
             raise ValueError("crossfit_calibrate: one fold is empty; need documents in both folds")
         yf = y[fit]
         if yf.min() == yf.max():

@@ -11,6 +11,8 @@ and the CSR trainer's rewards.
 =================  =====================================================================  ================
 judge (name)       rule                                                                    cost
 =================  =====================================================================  ================
+``StrictJudge``   equal answer cores (:mod:`semcal_eval.qa.grading`: folded, normalised,       ~µs / pair
+                   lead-in removed); transitive; semcal's grader, CSR's agreement
 ``ExactMatchJudge`` normalised strings equal (SQuAD normalisation); transitive               ~µs / pair
 ``F1Judge``        SQuAD token-F1 ≥ threshold (0.5); F1 is symmetric                        ~µs / pair
 ``EmbeddingJudge`` cosine of sentence embeddings ≥ threshold. Weak on numbers and names:   one encoder pass
@@ -33,12 +35,14 @@ from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
 from .answers import normalize_answer, token_f1
+from .grading import same_answer
 
 __all__ = [
     "Judge",
     "JudgeLoadError",
     "ExactMatchJudge",
     "F1Judge",
+    "StrictJudge",
     "EmbeddingJudge",
     "NLIJudge",
     "LLMJudge",
@@ -114,6 +118,18 @@ class ExactMatchJudge(Judge):
 
     def equivalent(self, question: str, pairs: Pairs) -> list[bool]:
         return [normalize_answer(a) == normalize_answer(b) for a, b in _check_pairs(pairs)]
+
+
+class StrictJudge(Judge):
+    """Equivalent ⇔ :func:`semcal_eval.qa.grading.same_answer`: equal non-empty answer cores (folded, SQuAD-
+    normalised, one content-free lead-in removed). The agreement reading of semcal's one answer grader, used for
+    CSR's J(C_j, C_i); transitive, so clusters are exact. An empty answer agrees with nothing."""
+
+    name = "strict"
+    transitive = True
+
+    def equivalent(self, question: str, pairs: Pairs) -> list[bool]:
+        return [same_answer(a, b) for a, b in _check_pairs(pairs)]
 
 
 class F1Judge(Judge):
@@ -404,6 +420,7 @@ class LLMJudge(Judge):
 
 JUDGES: dict[str, type[Judge]] = {
     "em": ExactMatchJudge,
+    "strict": StrictJudge,
     "f1": F1Judge,
     "embed": EmbeddingJudge,
     "embedding": EmbeddingJudge,
@@ -418,7 +435,7 @@ def _cached(name: str, kwargs_json: str) -> Judge:
 
 
 def get_judge(name: str, **kwargs: Any) -> Judge:
-    """Build a judge by name: ``em``, ``f1``, ``embed`` (alias ``embedding``), ``nli``, ``llm``.
+    """Build a judge by name: ``strict``, ``em``, ``f1``, ``embed`` (alias ``embedding``), ``nli``, ``llm``.
 
     Keyword arguments go to the judge's constructor. Judges whose arguments are JSON-serialisable are cached
     (at most 8), so repeated calls — e.g. one per lm-eval filter application — share one loaded model.

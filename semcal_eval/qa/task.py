@@ -35,6 +35,7 @@ from semcal_eval.harness.lm_eval_compat import metric_names
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
+from .grading import CORRECTNESS_RULES, correct_by
 from .judges import JUDGES, get_judge
 from .verbalized import RD_BINS, parse_rd, parse_rlcr, parse_verbalized
 
@@ -63,8 +64,11 @@ QA_DEFAULTS: dict = {
     "top_p": 1.0,  # 1.0 and sample_top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
     # the samples' top-k; not "top_k", which is Semantic Softmax's K (one --metadata serves every task of a run)
     "sample_top_k": 0,
-    "correct_threshold": 0.5,  # correct ⇔ best token-F1 against the gold aliases ≥ this
-    "correctness": "f1",  # or "judge": the filter's judge says the greedy answer ≡ some gold alias
+    # correct ⇔ semcal_eval.qa.grading.grade (the training rewards' grader: the answer is a gold alias; sentence
+    # golds by ROUGE-L; listing, hedging or negating is wrong); "f1": best token-F1 ≥ correct_threshold (the
+    # convention before issue 31, which pays for listing candidates); "judge": the filter's judge ≡ a gold alias
+    "correctness": "strict",
+    "correct_threshold": 0.5,  # correctness "f1" only
     "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
     "judge_kwargs": {},  # per judge name, e.g. {"nli": {"model_name": "microsoft/deberta-large-mnli"}}
     "missing_confidence": 0.5,  # verbalized/rlcr: confidence used when none can be parsed (counted in conf_parse_rate)
@@ -123,8 +127,8 @@ def qa_settings(metadata: dict | None) -> dict:
         raise ValueError(f"QA task: correct_threshold={s['correct_threshold']} must be in (0, 1]")
     if not 0.0 <= s["missing_confidence"] <= 1.0:
         raise ValueError(f"QA task: missing_confidence={s['missing_confidence']} must be in [0, 1]")
-    if s["correctness"] not in ("f1", "judge"):
-        raise ValueError(f"QA task: correctness={s['correctness']!r} must be 'f1' or 'judge'")
+    if s["correctness"] not in CORRECTNESS_RULES:
+        raise ValueError(f"QA task: correctness={s['correctness']!r} must be one of {', '.join(CORRECTNESS_RULES)}")
     j = s["judges"]
     if isinstance(j, str):
         j = [x for x in re.split(r"[+,|\s]+", j) if x]
@@ -234,7 +238,7 @@ class JudgeFilter(Filter):
     which lm-eval logs in ``filtered_resps``.
     """
 
-    def __init__(self, judge: str = "f1", correctness: str = "f1", threshold: float = 0.5,
+    def __init__(self, judge: str = "f1", correctness: str = "strict", threshold: float = 0.5,
                  num_samples: int | None = None, **judge_kwargs):
         self.judge = get_judge(judge, **judge_kwargs)
         self.correctness, self.threshold = correctness, float(threshold)
@@ -285,9 +289,7 @@ class EstimatorFilter(JudgeFilter):
         samples = [clean_answer(x) for x in sample_resps[: self.num_samples]]
         f1 = best_f1(greedy, golds)
         rec = {"estimator": self.estimator, "greedy": greedy, "f1": f1, "em": exact_match(greedy, golds),
-               "correct": int(f1 >= self.threshold)}
-        if self.correctness == "judge":
-            rec["correct"] = int(bool(greedy) and any(self.judge.equivalent(q, [(greedy, g) for g in golds])))
+               "correct": correct_by(self.correctness, greedy, golds, q, self.threshold, self.judge)}
         if self.estimator == "ptrue":
             if self._ptrue is None:
                 from .ptrue import PTrue
@@ -341,15 +343,18 @@ class EstimatorFilter(JudgeFilter):
 
 class VerbalizedFilter(Filter):
     """Parse the answer and the stated confidence of each greedy generation
-    (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct ⇔ best token-F1 ≥ ``threshold``.
+    (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct by :func:`semcal_eval.qa.grading.correct_by`
+    under ``correctness`` (default ``strict``, the grader of the training rewards; ``judge`` is read as ``strict``
+    here, a stated-confidence row has no clustering judge).
 
     With ``rlcr=True`` (mode ``rlcr``) the generation is read by
     :func:`~semcal_eval.qa.verbalized.parse_rlcr`, the parser of the RLCR rewards (same answer and confidence),
     and the record also logs ``format_ok``, RLCR's format term."""
 
     def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, rlcr: bool = False,
-                 rd: bool = False, **_):
+                 rd: bool = False, correctness: str = "strict", **_):
         self.threshold, self.missing, self.rlcr = float(threshold), float(missing_confidence), bool(rlcr)
+        self.correctness = "strict" if correctness == "judge" else correctness
         self.rd = bool(rd)  # mode rd: parse_rd, the parser of the RD reward (confidence bin c → c / 10)
 
     def apply(self, resps, docs):
@@ -367,7 +372,7 @@ class VerbalizedFilter(Filter):
             rec = {
                 "conf": self.missing if conf is None else conf,
                 "conf_parsed": conf is not None,
-                "correct": int(f1 >= self.threshold),
+                "correct": correct_by(self.correctness, answer, doc["qa_golds"], doc["qa_question"], self.threshold),
                 "em": exact_match(answer, doc["qa_golds"]),
                 "f1": f1,
                 "greedy": answer,
@@ -438,7 +443,7 @@ class QATask(ConfigurableTask):
         s = self.qa
         if s["mode"] in _STATED:
             return [{"name": s["mode"], "filter": [{
-                "function": VerbalizedFilter, "threshold": s["correct_threshold"],
+                "function": VerbalizedFilter, "threshold": s["correct_threshold"], "correctness": s["correctness"],
                 "missing_confidence": s["missing_confidence"], "rlcr": s["mode"] == "rlcr",
                 "rd": s["mode"] == "rd"}]}]
         if s["judges"] is not None:

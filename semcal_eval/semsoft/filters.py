@@ -20,8 +20,12 @@ backend), and ``SemSoftTask.process_results`` builds the record from the row.
   of the evaluated documents (the folds of ``crossfit_temperature``). Rows are gathered over ranks like the
   cross-fitted temperature, so sharding does not change the choice.
 * ``reference_predictor``: model-free rows — ``prior`` (training-split class frequencies), ``majority``
-  (all mass on the most frequent training class) and ``uniform``. Per document and from the training split
-  only, so sharding does not change them.
+  (all mass on the most frequent training class) and ``uniform``, by :mod:`semcal_eval.core.references` (the
+  board computes its reference rows with the same code). Per document and from the training split only, so
+  sharding does not change them.
+
+The folds of the cross-fitted rows are :mod:`semcal_eval.core.crossfit`'s (the QA ``_iso`` rows and the board's
+re-check use the same).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import numpy as np
 from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
-from semcal_eval.core import recalibration
+from semcal_eval.core import recalibration, references
+from semcal_eval.core.crossfit import crossfit
 from semcal_eval.core.records import first_gold
 from semcal_eval.harness.distributed import gather_rows
 from semcal_eval.harness.lm_eval_compat import task_instances
@@ -110,14 +115,13 @@ class CrossfitTemperature(Filter):
         all_ids, all_rows = gather_rows(ids, rows)  # every rank's documents, sorted by doc_id
         probs = np.asarray([p for p, _ in all_rows], dtype=float)
         labels = np.asarray([y for _, y in all_rows])
-        fold = np.arange(len(all_ids)) % 2
-        out: dict = {}
-        for f in (0, 1):
-            fit_on, apply_to = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+
+        def scale(fold, fit_on, apply_to):
             scaled, fit = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
-            for i, p in zip(apply_to, scaled):
-                out[all_ids[i]] = SemSoftRow(p.tolist(), temperature=float(fit.T), at_bound=bool(fit.at_bound),
-                                             fold=f)
+            return [SemSoftRow(p.tolist(), temperature=float(fit.T), at_bound=bool(fit.at_bound), fold=fold)
+                    for p in scaled]
+
+        out = dict(zip(all_ids, crossfit(len(all_ids), scale)))
         return [out[i] for i in ids]
 
 
@@ -146,22 +150,26 @@ class SemSoftTuned(Filter):
         t_ids, t_rows = self.task.tuning_rows()
         _, tune_rows = gather_rows(t_ids, t_rows)
         keys = list(all_rows[0][0]) if all_rows else []
-        out: dict = {}
-        if len(tune_rows) >= tuning.MIN_TUNE_DOCS:
-            plan = [("validation", None, tune_rows, range(len(all_ids)))]
-        else:  # too few never-evaluated documents: each fold of the evaluated ones is tuned on the other
-            fold = np.arange(len(all_ids)) % 2
-            plan = [("crossfit", f, [all_rows[i] for i in np.flatnonzero(fold != f)], np.flatnonzero(fold == f))
-                    for f in (0, 1)]
-        for tuned_on, f, fit_rows, apply_to in plan:
+
+        def choose(tuned_on, fold, fit_rows):
             choice = tuning.select([r[0] for r in fit_rows], [r[1] for r in fit_rows], [r[2] for r in fit_rows],
                                    [r[3] for r in fit_rows], keys, by=self.by)
             log.info("semsoft_tuned (%s%s): chose %s by %s=%.4f on %d documents (macro-F1 guard %s)", tuned_on,
-                     "" if f is None else f" fold {f}", choice.key, choice.criterion, choice.score, choice.n_tune,
-                     "met" if choice.guard else "NOT met: best score taken")
-            for i in apply_to:
-                out[all_ids[i]] = SemSoftRow(all_rows[i][0][choice.key],
-                                             tuned={**choice.fields(), "tuned_on": tuned_on, "tuned_fold": f})
+                     "" if fold is None else f" fold {fold}", choice.key, choice.criterion, choice.score,
+                     choice.n_tune, "met" if choice.guard else "NOT met: best score taken")
+            return lambda i: SemSoftRow(all_rows[i][0][choice.key],
+                                        tuned={**choice.fields(), "tuned_on": tuned_on, "tuned_fold": fold})
+
+        if len(tune_rows) >= tuning.MIN_TUNE_DOCS:
+            row = choose("validation", None, tune_rows)
+            tuned = [row(i) for i in range(len(all_ids))]
+        else:  # too few never-evaluated documents: each fold of the evaluated ones is tuned on the other
+            def per_fold(fold, fit_on, apply_to):
+                row = choose("crossfit", fold, [all_rows[i] for i in fit_on])
+                return [row(i) for i in apply_to]
+
+            tuned = crossfit(len(all_ids), per_fold)
+        out = dict(zip(all_ids, tuned))
         return [out[i] for i in ids]
 
 
@@ -180,19 +188,12 @@ class ReferencePredictor(Filter):
         return [SemSoftRow(p) for p in self._probs(len(as_response(resps[0][0]).baseline), docs)]
 
     def _probs(self, n_classes: int, docs) -> list:
-        n = len(docs)
-        if self.kind == "uniform":
-            return recalibration.uniform_predictor(n_classes, n).tolist()
-        soft = self.task.train_soft_targets() if self.task.soft_target(docs[0]) is not None else []
-        if soft:
-            rate = recalibration.prior_rate(soft)
-            p1 = rate if self.kind == "prior" else float(rate >= 0.5)
-            return [[1.0 - p1, p1]] * n
-        train = [first_gold(g) for g in self.task.train_golds()]
-        if not train:
+        soft = self.kind in references.NEEDS_TRAINING and self.task.soft_target(docs[0]) is not None
+        p = references.reference_probs(self.kind, n_classes, len(docs), train_golds=self.task.train_golds,
+                                       train_soft=self.task.train_soft_targets, soft=soft)
+        if p is None:
             raise ValueError(
                 "reference predictors need the task's training split (training_split in the YAML); "
                 "set metadata reference_predictors: false to skip them"
             )
-        fn = recalibration.prior_predictor if self.kind == "prior" else recalibration.majority_predictor
-        return np.asarray(fn(np.asarray(train), n_classes, n)).tolist()
+        return p.tolist()

@@ -22,8 +22,6 @@ metadata keys, so ``--metadata '{"tau": 0.3, "top_k": 50}'`` works from the CLI)
 
 from __future__ import annotations
 
-import math
-
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import ends_with_whitespace
@@ -31,6 +29,7 @@ from lm_eval.api.utils import ends_with_whitespace
 from semcal_eval.core import metric_table as T
 from semcal_eval.core import recalibration
 from semcal_eval.core.records import classification_record
+from semcal_eval.data.gold import GoldError, GoldReader
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
 from semcal_eval.harness.base import check_aggregations, metric_values, process_results_marker
 from semcal_eval.harness.lm_eval_compat import set_task_instances, task_instances
@@ -83,28 +82,33 @@ class SemSoftTask(ConfigurableTask):
         return flt[:at] + sweep + flt[at:]
 
     # -- gold ---------------------------------------------------------------------------------------------
-    def gold(self, doc) -> int | list[int]:
+    # Read by the one gold reader (semcal_eval.data.gold), from the task's doc_to_target / metadata.soft_field:
+    # the board reads the same fields through the same reader to check a run's records.
+    @property
+    def gold_reader(self) -> GoldReader:
+        return GoldReader(self)
+
+    def gold(self, doc) -> int | list[int] | None:
         """Gold label index, or the list of acceptable indices (any-gold / multi-label variants)."""
-        g = self.doc_to_target(doc)
-        return [int(x) for x in g] if isinstance(g, (list, tuple)) else int(g)
+        return self.gold_reader.gold(doc)
 
     def soft_target(self, doc) -> float | None:
-        field = (self.config.metadata or {}).get("soft_field")
-        if not field:
-            return None
-        t = float(doc[field])
-        if not (0.0 <= t <= 1.0) or math.isnan(t):
-            raise SemSoftError(f"soft target {field}={doc[field]!r} is outside [0, 1]")
-        return t
+        """The annotator fraction of the positive class (``metadata.soft_field``), None without one."""
+        try:
+            return self.gold_reader.soft(doc)
+        except GoldError as e:
+            raise SemSoftError(str(e)) from None
 
     def train_golds(self) -> list:
         """Gold labels of the training split (for the class-prior reference predictor); [] if none."""
-        docs = self.training_docs() if self.has_training_docs() else None
-        return [self.gold(d) for d in docs] if docs is not None else []
+        return self.gold_reader.train_golds()
 
     def train_soft_targets(self) -> list[float]:
-        docs = self.training_docs() if self.has_training_docs() else None
-        return [self.soft_target(d) for d in docs] if docs is not None else []
+        """Soft targets of the training split; [] if none (or no soft targets)."""
+        try:
+            return self.gold_reader.train_soft()
+        except GoldError as e:
+            raise SemSoftError(str(e)) from None
 
     # -- requests -----------------------------------------------------------------------------------------
     def build_all_requests(self, **kwargs) -> None:

@@ -1,0 +1,130 @@
+"""`method: csr` with the shipped trainers/configs/csr.yaml computes the paper's reward (issue 31 item 1).
+
+The reference below is written from the paper's formula alone, with plain Python loops and the agreement classes
+of each hand-worked group written out by hand (which answers are "the same answer", which is correct):
+
+    r_j = y_j + λ(t) · (1/(K−1)) Σ_{i≠j} [ y_j·log a_ji + (1 − y_j)·log(1 − a_ji) ],  a_ji = clip(J_ji, ε, 1−ε)
+
+with λ(t) = λ_max · step / max_steps. The rewards under test are the trainer's own, built from the shipped
+config by trainers.train.build_reward_funcs and called as TRL calls them.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from trainers.config import load_config
+from trainers.train import build_reward_funcs
+
+CONFIGS = Path(__file__).resolve().parents[1] / "trainers" / "configs"
+Q = "What is the capital of France?"
+
+#: (answers, gold, correct by hand, classes by hand: answers with the same label agree; None agrees with nothing)
+GROUPS = [
+    # the review's group: padding and an enumeration are different answers, and wrong
+    (["Paris", "Paris", "Paris is the capital", "Lyon", "Lyon", "Lyon and Nice", "Nice", ""], "Paris",
+     [1, 1, 0, 0, 0, 0, 0, 0], ["P", "P", "Pc", "L", "L", "LN", "N", None]),
+    # spelling variants are the same answer (folding); a hedge is another answer
+    (["Lyon", "LYÓN!", "L\u0443on", "maybe Lyon", "Paris.", "The answer is Paris", "", ""], "Paris",
+     [0, 0, 0, 0, 1, 1, 0, 0], ["L", "L", "L", "mL", "P", "P", None, None]),
+    # all right, all one wrong answer repeated, all empty
+    (["Paris"] * 8, "Paris", [1] * 8, ["P"] * 8),
+    (["Rome"] * 8, "Paris", [0] * 8, ["R"] * 8),
+    ([""] * 8, "Paris", [0] * 8, [None] * 8),
+    # yes/no: listing both is wrong and agrees only with itself
+    (["yes", "yes, no", "yes, no", "no", "Yes.", "yes or no", "no", "yes"], "yes",
+     [1, 0, 0, 0, 1, 0, 0, 1], ["y", "yn", "yn", "n", "y", "yon", "n", "y"]),
+]
+
+
+def paper_reward(correct, classes, lam, eps):
+    K = len(correct)
+    out = []
+    for j in range(K):
+        s = 0.0
+        for i in range(K):
+            if i == j:
+                continue
+            agree = 1.0 if classes[j] is not None and classes[j] == classes[i] else 0.0
+            a = min(max(agree, eps), 1 - eps)
+            s += correct[j] * math.log(a) + (1 - correct[j]) * math.log(1 - a)
+        out.append(correct[j] + lam * s / (K - 1))
+    return out
+
+
+def trainer_reward(cfg, answers, gold, state=None):
+    funcs, weights = build_reward_funcs(cfg)
+    n = len(answers)
+    cols = dict(answers=[[gold]] * n, question=[Q] * n)
+    comps = [" " + a for a in answers]
+    parts = [f([Q] * n, comps, trainer_state=state, **cols) for f in funcs]
+    return [sum(w * p[k] for w, p in zip(weights, parts, strict=True)) for k in range(n)]
+
+
+@pytest.mark.parametrize("g", range(len(GROUPS)))
+def test_shipped_csr_is_the_papers_reward_on_hand_worked_groups(g):
+    cfg = load_config(CONFIGS / "csr.yaml")
+    answers, gold, correct, classes = GROUPS[g]
+    r = cfg["reward"]
+    assert (cfg["method"], r["score"], r["reading"], r["lambda_schedule"], r["lambda_min"]) == \
+        ("csr", "log", "pairwise", "linear", 0.0)
+    for step, max_steps in ((0, 100), (30, 100), (100, 100)):
+        state = SimpleNamespace(global_step=step, max_steps=max_steps)
+        lam = r["lambda_max"] * step / max_steps
+        want = paper_reward(correct, classes, lam, r["eps"])
+        got = trainer_reward(cfg, answers, gold, state)
+        assert got == pytest.approx(want, abs=1e-12), (step, answers)
+
+
+def test_review_group_numbers():
+    """The review's group: the shipped reward now *charges* each correct rollout for its disagreeing partners
+    (before: +1.667 each). By hand at λ = 0.1, ε = 10⁻³: a correct "Paris" has 1 agreeing and 6 disagreeing
+    partners: r = 1 + 0.1·(log 0.999 + 6·log 0.001)/7."""
+    cfg = load_config(CONFIGS / "csr.yaml")
+    answers, gold, _, _ = GROUPS[0]
+    got = trainer_reward(cfg, answers, gold)
+    assert got[0] == pytest.approx(1 + 0.1 * (math.log(0.999) + 6 * math.log(0.001)) / 7, abs=1e-12)
+    assert got[0] < 1.0
+    # the empty answer, as the formula gives it: it agrees with nobody, r_cal = log(1 − ε) ≈ 0
+    assert got[7] == pytest.approx(0.1 * math.log(0.999), abs=1e-12)
+
+
+def test_every_correct_rollout_outearns_every_wrong_one_at_the_shipped_lambda():
+    """λ_max < 1/log(1/ε): the worst correct reward (1 + λ·log ε) beats the best wrong one (λ·log(1 − ε))."""
+    cfg = load_config(CONFIGS / "csr.yaml")
+    lam, eps = cfg["reward"]["lambda_max"], cfg["reward"]["eps"]
+    assert 1 + lam * math.log(eps) > lam * math.log(1 - eps)
+    for answers, gold, correct, _ in GROUPS:
+        r = trainer_reward(cfg, answers, gold)
+        right = [x for x, y in zip(r, correct, strict=True) if y]
+        wrong = [x for x, y in zip(r, correct, strict=True) if not y]
+        if right and wrong:
+            assert min(right) > max(wrong)
+
+
+@pytest.mark.parametrize("method,score", [("csr", "likelihood"), ("csr", "likelihood_spread"),
+                                          ("csr_spread", "log"), ("csr_likelihood", "likelihood_spread")])
+def test_a_method_name_cannot_carry_another_methods_reward(method, score):
+    from trainers.config import validate
+
+    cfg = load_config(CONFIGS / "csr.yaml", overrides=[f"method={method}", f"reward.score={score}"])
+    with pytest.raises(ValueError, match="promises reward.score"):
+        validate(cfg)
+
+
+@pytest.mark.parametrize("key,value", [("bounded", "true"), ("empty_answer", "worst"), ("agreement_wrong", "overlap"),
+                                       ("eps", "0.01"), ("lambda_max", "0.05")])
+def test_every_documented_reward_option_is_settable_from_a_config(key, value):
+    """(``reading: rollout`` and ``score: brier`` are research options of the reward functions: no method name
+    promises them, so a config refuses them — test_a_method_name_cannot_carry_another_methods_reward.)"""
+    from trainers.config import validate
+
+    cfg = load_config(CONFIGS / "csr.yaml", overrides=[f"reward.{key}={value}"])
+    validate(cfg)
+    funcs, _ = build_reward_funcs(cfg)
+    bound = funcs[1].keywords[key]
+    assert str(bound).lower() == value or bound == float(value)
