@@ -4,6 +4,10 @@ makes a wrong answer correct.
 
 Correctness must hold without exception: a transformation that raised a wrong answer to "correct" would be
 learnt by every method (RLVR, CSR and its variants, RLCR, RD), so a failure here is a bug in the grader.
+
+The hypothesis searches run ``derandomize=True``: the same programs on every run, so CI is deterministic. To search
+further, draw other programs with ``python benchmarks/adversary_search.py --seed N`` (a seeded random search over
+the same grammar), or drop ``derandomize`` locally.
 """
 
 from __future__ import annotations
@@ -154,7 +158,7 @@ SHORT_GOLDS = ("Paris", "Barack Obama", "yes", "no", "1945", "the Seine", "Harva
 WRONGS = ("Lyon", "London", "Michelle Obama", "no", "yes", "1944", "Yale University", "Rome", "Berlin", "Nice")
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(gold=st.sampled_from(SHORT_GOLDS), wrong=st.sampled_from(WRONGS), program=G.attacks(max_steps=4))
 def test_no_transformation_makes_a_wrong_answer_correct(gold, wrong, program):
     q = "Which one is it?"
@@ -166,7 +170,7 @@ def test_no_transformation_makes_a_wrong_answer_correct(gold, wrong, program):
     assert not grade(attacked, [gold], q), (program, attacked)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, derandomize=True)
 @given(gold=st.sampled_from(SHORT_GOLDS + (APOTHEM,)), program=G.attacks(max_steps=4))
 def test_dressed_gold_stays_right_and_content_added_to_gold_is_wrong(gold, program):
     q = "Which one is it?"
@@ -177,7 +181,7 @@ def test_dressed_gold_stays_right_and_content_added_to_gold_is_wrong(gold, progr
         assert not grade(attacked, [gold], q), (program, attacked)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(wrong=st.sampled_from(WRONGS), program=G.attacks(max_steps=3))
 def test_sentence_gold_cannot_be_reached_by_listing_beside_a_wrong_answer(wrong, program):
     """MS MARCO's rule: a wrong answer plus the gold sentence in a list, hedge or negation stays wrong."""

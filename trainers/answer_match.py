@@ -1,22 +1,17 @@
-"""Short-answer matching for the training rewards: judge answers by meaning, not by their surface.
+"""Content-word overlap between answers: the "may be the same answer" reading of semcal's ``csr_spread`` variant.
 
-A completion's first line is reduced to its *answer key* — SQuAD-normalised tokens (lower case, no punctuation,
-no articles) with every repetition of the question removed — and then read two ways:
+Correctness and agreement are :mod:`semcal_eval.qa.grading` everywhere (issue 31); this module serves only
+``reward.agreement_wrong: overlap`` (csr_spread), where a *wrong* rollout is charged for every partner that may
+give its answer. A completion's first line is reduced to its *answer key* — SQuAD-normalised tokens with every
+repetition of the question removed — and its **content set**: the key's tokens without stopwords and without the
+question's own words. Two answers whose content sets intersect *may* be the same answer (:func:`overlap_matrix`),
+so appending words to a wrong answer, whatever they are, never makes it look unshared: each copy still holds the
+original answer's words. What it cannot see: an answer with no word in common (a translation, unique noise), the
+exploit docs/TRAINING.md states for csr_spread.
 
-- the **short answer**: the key's first ``budget`` tokens, ``budget = max gold length (tokens) + 1``. It is what
-  the judge compares with the golds (correctness) and with the other rollouts (agreement of a *correct*
-  rollout). Trailing chatter after the answer ("Paris is the capital, I think" → "paris is") is cut, so the gold
-  with chatter is correct and agrees with the bare gold.
-- the **content set**: the key's tokens without stopwords and without the question's own words. Two answers
-  whose content sets intersect *may* be the same answer. A *wrong* rollout is charged for every partner that
-  may be the same answer (:func:`overlap_matrix`), so appending words to a wrong answer, whatever they are, can
-  never make it disagree with its other copies: each copy still holds the original answer's words.
-
-Why the two readings (docs/TRAINING.md, "A reward no surface trick beats"): r_cal rewards a wrong rollout for
-disagreeing with its group. Any symmetric string judge can be fooled into "disagree" by padding (two copies of
-a wrong answer with different random suffixes share too few tokens for F1), so the disagreement a wrong rollout
-is paid for must survive any addition of words; a correct rollout is paid for agreement, which padding cannot
-fake, so it keeps the judge's ordinary (strict) reading. Pure functions, no model.
+:func:`short_answer` and :func:`answer_budget` are the span reading the training rewards used before issue 31;
+``benchmarks/adversary_search.py`` keeps them to print the verdicts of that judge beside the grader's. Pure
+functions, no model.
 """
 
 from __future__ import annotations
@@ -30,10 +25,7 @@ import string
 
 from semcal_eval.qa.answers import normalize_answer
 
-__all__ = ["STOPWORDS", "MATCHES", "answer_key", "answer_budget", "short_answer", "content_set", "overlap_matrix"]
-
-#: ``reward.match``: ``span`` (default, this module) or ``line`` (the judge on the whole first line, as before)
-MATCHES = ("span", "line")
+__all__ = ["STOPWORDS", "answer_key", "answer_budget", "short_answer", "content_set", "overlap_matrix"]
 
 #: Function words that two different answers share without meaning the same thing ("bank of america" vs
 #: "university of texas"); a small closed list, so content words are never dropped.
