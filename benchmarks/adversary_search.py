@@ -3,7 +3,7 @@
     python benchmarks/adversary_search.py [--programs 300] [--groups 30] [--seed 0]
 
 For each method (the shipped trainers/configs/<method>.yaml) and honest accuracy 0, 10, 30, 50 % (K = 8), draws
-``--programs`` attack programs from the grammar of tests/answer_grammar.py (seeded), applies each to one wrong
+``--programs`` attack programs from the grammar of research/answer_grammar.py (seeded), applies each to one wrong
 and one correct rollout per group (tests/reward_search.py) and prints the worst mean pay of the correctness term
 and of the rest of the reward (λ·r_cal for the CSR methods), with the program that earns it. The correctness
 column must be ≤ 0 everywhere. Run it against another checkout's trainers (e.g. the tree before issue 31) with
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT))
 
-import answer_grammar as G  # noqa: E402
+from research import answer_grammar as G  # noqa: E402
 import reward_search as S  # noqa: E402
 
 

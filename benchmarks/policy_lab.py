@@ -1,7 +1,7 @@
 """The policy lab's tables (docs/TRAINING.md, "The policy lab"): the shipped configs csr.yaml (the paper's reward),
 csr_likelihood.yaml, csr_spread.yaml and rlvr.yaml trained by GRPO on a shared-parameter policy (the configs'
 generation batch of 32 completions = 32 / K prompts × K rollouts per step, 500 steps), with the trick forms of
-trainers/adversaries.py among the candidates; trained on 200 questions and scored on 200 held-out ones; the
+research/answer_grammar.py among the candidates; trained on 200 questions and scored on 200 held-out ones; the
 post-hoc references RLVR + Platt and RLVR + isotonic (fitted on the training questions) and the family's
 likelihood fit. One table per K: mean ± 95 % t-interval over seeds, worst seed for Δacc and the ECE ratio vs RLVR,
 trick pay per term, and the calibration pay per trick form.
@@ -27,7 +27,7 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainers import policy_lab as P  # noqa: E402
+from research import policy_lab as P  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--questions", type=int, default=400, help="questions per world (half train, half held out)")
     ap.add_argument("--ablations", action="store_true",
-                    help="also the ablation designs (trainers.policy_lab.ABLATIONS)")
+                    help="also the ablation designs (research.policy_lab.ABLATIONS)")
     ap.add_argument("--no-adversaries", action="store_true", help="a world without the trick forms")
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv

@@ -1,6 +1,6 @@
 """The reward lab's table (docs/TRAINING.md, "Choosing the reward: the reward lab").
 
-Every design of ``trainers.reward_lab.DESIGNS`` trained by GRPO on a tabular policy (200 questions, K = 8,
+Every design of ``research.reward_lab.DESIGNS`` trained by GRPO on a tabular policy (200 questions, K = 8,
 300 steps) for 5 seeds, mean ± sd over seeds; then the shipped methods (csr.yaml — the paper's reward —,
 csr_likelihood.yaml, csr_spread.yaml) against rlvr.yaml and the design before the lab in other lab settings
 (learning rate, difficulty), so that a conclusion that holds only in one setting shows. The first line of the
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainers import reward_lab as L  # noqa: E402
+from research import reward_lab as L  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

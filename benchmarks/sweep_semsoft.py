@@ -46,13 +46,13 @@ from semsoft_topk_cache import forward_topk  # noqa: E402
 from semcal_eval import TASKS_DIR  # noqa: E402
 from semcal_eval.cli import register_backends  # noqa: E402
 from semcal_eval.core import metric_table as T  # noqa: E402
-from semcal_eval.core.records import classification_record, first_gold, to_arrays  # noqa: E402
+from semcal_eval.core.records import classification_record, to_arrays  # noqa: E402
 from semcal_eval.models import resolve_pretrained  # noqa: E402
 from semcal_eval.plots import reliability_diagram  # noqa: E402
 from semcal_eval.semsoft.filters import CrossfitTemperature, ReferencePredictor, SemSoftTuned, TaskView  # noqa: E402
 from semcal_eval.semsoft.scoring import apply_fallback, label_embeddings, normalized_rows, semsoft_from_topk  # noqa: E402
 from semcal_eval.semsoft.spec import SemSoftParams  # noqa: E402
-from semcal_eval.semsoft.tuning import config_key, parse_key, select  # noqa: E402
+from semcal_eval.semsoft.tuning import GridPoint, select  # noqa: E402
 
 HARD_COLUMNS = ["acc", "macro_f1", "ece_uw15", "brier_mc", "nll", "auroc_conf", "auroc_class"]
 SOFT_COLUMNS = ["soft_ece", "soft_brier", "soft_nll", "spearman", "acc", "auroc_class", "ece_uw15", "nll"]
@@ -106,7 +106,7 @@ def grid_probs(cache, W, label_tokens, grid: dict, baseline: torch.Tensor) -> di
             r = _chunked(top_p[:, :k], top_ids[:, :k], W, E, grid["taus"])
             for i, t in enumerate(grid["taus"]):
                 p = apply_fallback(r["p_sem"][i], r["fallback"][i], baseline)
-                out[config_key(emb, k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
+                out[GridPoint(emb, k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
     return out
 
 
@@ -269,7 +269,7 @@ def main() -> None:
     resps = [[{"baseline": baseline[i].tolist(), "grid": {k: v[0][i].tolist() for k, v in grid.items()}}]
              for i in range(n)]
     tuned = SemSoftTuned(view, by=params.tune_by).apply(resps, docs)
-    default_key = config_key(params.label_embedding, params.top_k, params.tau)
+    default_key = GridPoint(params.label_embedding, params.top_k, params.tau)
     P_default = grid[default_key][0] if default_key in grid else None
     rows = {
         "constrained": records(baseline.numpy(), task, docs),
@@ -288,7 +288,7 @@ def main() -> None:
     tuned_fold = np.array([t["tuned_fold"] for t in tuned])
     first_of = {int(f): tuned[int(np.flatnonzero(tuned_fold == f)[0])] for f in np.unique(tuned_fold)}
     heldout = heldout_by_fold(rows["constrained"], rows["semsoft_tuned"], tuned_fold,
-                              {f: config_key(t["tuned_embedding"], t["tuned_top_k"], t["tuned_tau"])
+                              {f: GridPoint(t["tuned_embedding"], t["tuned_top_k"], t["tuned_tau"])
                                for f, t in first_of.items()}, {f: t["tuned_n"] for f, t in first_of.items()}, soft_task)
     folds = sorted({(t["tuned_fold"], t["tuned_embedding"], t["tuned_top_k"], t["tuned_tau"], t["tuned_guard"])
                     for t in tuned}, key=str)
@@ -312,7 +312,7 @@ def main() -> None:
                 r = _chunked(top_p[:, :k], top_ids[:, :k], W_in, E, extra_grid["taus"])
                 for i, t in enumerate(extra_grid["taus"]):
                     p = apply_fallback(r["p_sem"][i], r["fallback"][i], baseline)
-                    ext[config_key(f"input-{emb}", k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
+                    ext[GridPoint(f"input-{emb}", k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
     diag_cols = ["brier_mc", "nll", "macro_f1", "ece_uw15", "auroc_conf", "acc"] if not soft_task else ["soft_nll", "soft_ece",
                                                                                             "spearman", "auroc_class",
                                                                                             "soft_brier"]
@@ -327,7 +327,7 @@ def main() -> None:
         r = _chunked(top_p[:, :k], top_ids[:, :k], Wc, Ec, [0.0, 0.1, 0.2])
         for i, t in enumerate([0.0, 0.1, 0.2]):
             p = apply_fallback(r["p_sem"][i], r["fallback"][i], baseline)
-            ext[config_key("centred-first", k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
+            ext[GridPoint("centred-first", k, t)] = (p.numpy(), float(r["fallback"][i].float().mean()))
     E1 = label_embeddings(W_out, label_tokens, "first")
     cos = torch.cat([torch.einsum("nkd,ld->nkl", normalized_rows(W_out, top_ids[s:s + 128, :500].reshape(-1)).reshape(
         len(top_ids[s:s + 128]), 500, -1), E1) for s in range(0, n, 128)])  # n×500×L, gathered in blocks
@@ -345,10 +345,10 @@ def main() -> None:
             wc = (cos[:, :k] - t).clamp_min(0)
             for fam, w in (("anchored", torch.where(own.any(-1, keepdim=True), own.float() * (1 - t), wc)),
                            ("sharpen-gamma2", wc ** 2)):
-                families[fam][config_key("first", k, t)] = from_weights(top_p[:, :k], w, baseline)
+                families[fam][GridPoint("first", k, t)] = from_weights(top_p[:, :k], w, baseline)
     for key, P in families["anchored"].items():
-        if parse_key(key)["top_k"] == 500 and parse_key(key)["tau"] <= 0.2:
-            ext[key.replace("first/", "anchored/")] = P
+        if key.top_k == 500 and key.tau <= 0.2:
+            ext[key._replace(label_embedding="anchored")] = P
     families = {fam: {key: P for key, (P, _) in members.items()} for fam, members in families.items()}
     base_np = baseline.numpy()
     diag["heldout_families"] = {}
@@ -357,11 +357,11 @@ def main() -> None:
         diag["heldout_families"][fam] = heldout_by_fold(rows["constrained"], records(P, task, docs), fold, keys,
                                                         n_tune, soft_task)
     del own, families
-    P0 = grid[config_key("first", 100, 0.0)][0]
+    P0 = grid[GridPoint("first", 100, 0.0)][0]
     for a in (0.25, 0.5, 0.75):
         ext[f"mix-constrained{a:g}/k100/tau0"] = (a * baseline.numpy() + (1 - a) * P0, 0.0)
     del cos
-    diag["grid"] = {k: {**T.compute_all(records(P, task, docs), diag_cols, with_ci=False), "fallback": fb}
+    diag["grid"] = {str(k): {**T.compute_all(records(P, task, docs), diag_cols, with_ci=False), "fallback": fb}
                     for k, (P, fb) in ext.items()}
     # label-label cosine (lm_head rows): how much mass a label's own token spreads to the others at τ
     C = (E1 @ E1.T).numpy()

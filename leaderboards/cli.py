@@ -6,6 +6,7 @@
                                [--no-wait] [--db PATH]
     semcal-eval board worker [--once] [--db PATH]
     semcal-eval board jobs   [--db PATH]
+    semcal-eval board attempts [--clear WEIGHTS [--submitter NAME]] [--db PATH]
     semcal-eval board list   [--db PATH]
     semcal-eval board render --out site/ [--db PATH]
     semcal-eval board serve  [--site site/] [--port 8765]
@@ -116,6 +117,12 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--once", action="store_true", help="run at most one job, then exit")
     add_db(w)
 
+    at = sub.add_parser("attempts", help="list rejected spot-check attempts (board operator), or clear a cap")
+    at.add_argument("--clear", metavar="WEIGHTS", default=None,
+                    help="mark the rejected attempts of these weights (the 'weights' column) as cleared")
+    at.add_argument("--submitter", default=None, help="with --clear: only this submitter's attempts")
+    add_db(at)
+
     j = sub.add_parser("jobs", help="list evaluation jobs and their state")
     add_db(j)
 
@@ -155,13 +162,6 @@ def _print_entries(sub) -> None:
               f"acc {e.board['acc']:.4f}{flag}")
 
 
-def _duplicate_of(con, sub) -> str | None:
-    """A stored submission with the same predictions (checked before the spot check spends minutes)."""
-    row = con.execute("SELECT id, model_name, tier FROM submissions WHERE predictions_hash = ?",
-                      (sub.predictions_hash,)).fetchone()
-    return f"#{row[0]} ({row[1]!r}, {row[2]})" if row else None
-
-
 def _token(args) -> str | None:
     import os
 
@@ -175,16 +175,22 @@ def _token(args) -> str | None:
 
 
 def _submit(con, args, db_path) -> int:
-    from . import db, spotcheck
+    from . import attempts as attempts_store
+    from . import db, names, spotcheck
+    from .identity import model_identity, weights_key
     from .recompute import validate_run
 
     submitter = db.submitter_of(con, _token(args))
+    names.check_path_text(str(args.output_dir), "OUTPUT_DIR")
     sub = validate_run(args.output_dir, args.tasks_dir)
-    dup = _duplicate_of(con, sub)
+    # Every cheap check before the spot check spends minutes: names (the derived one included) and look-alikes
+    # of stored names, duplicates, cross-fitted and tuned rows (model-free, on every document).
+    _, label, model_id, _, shown = db.entry_names(sub, args.model_name, args.method)
+    db.check_names_unconfusable(con, (shown, model_id, label))
+    dup = db.duplicate_of(con, sub)
     if dup:
-        raise SubmissionError(f"duplicate submission: these predictions are already stored as {dup}")
-    # Model-free, so every submission gets them: cross-fitted rows must follow from the run's own rows
-    # exactly, and the tuned row must use one configuration per fold.
+        raise SubmissionError(f"duplicate submission: these predictions are already stored as {dup}; editing the "
+                              "results file, names or hashes does not make a new measurement")
     crossfit = spotcheck.check_crossfit(sub.results_path)
     tuned = spotcheck.check_tuned_row(sub.results_path)
     if args.no_spot_check:
@@ -192,22 +198,32 @@ def _submit(con, args, db_path) -> int:
         print("not spot-checked (--no-spot-check): stored as self-reported")
     else:
         model_args = sub.model_args or (sub.provenance.get("config") or {}).get("model_args")
-        model_key = db.model_identity(model_args)[:2]
+        model_key = "@".join(model_identity(model_args)[:2])
         doc_sets = {e.task: e.doc_set_hash for e in sub.entries}
-        # the draw is fixed per (model, task, document set): a rejected forgery, edited by 1e-12 or by anything
-        # else, is re-checked on the very same documents
-        seeds = {t: spotcheck.board_seed(con, "@".join(model_key), t, h) for t, h in doc_sets.items()}
+        try:  # the weights the check re-scores: the key of the attempt cap (aliases and paths resolve to it)
+            weights = weights_key(spotcheck.claimed_model(model_args)[0])
+        except spotcheck.NotCheckable:
+            weights = ""  # not re-scorable: spot_check stores it self-reported with the reason
+        before = attempts_store.check_attempt_cap(con, weights, submitter) if weights else 0
+        # a fresh draw per submission, unknowable without the board secret (HMAC of the content hash)
+        tags = {t: spotcheck.draw_tag(con, sub.predictions_hash, t, h) for t, h in doc_sets.items()}
         splits = {e.task: e.split for e in sub.entries if e.split}
         try:
-            sc = spotcheck.spot_check(sub.results_path, seed=args.spot_check_seed, seeds=seeds, splits=splits,
+            sc = spotcheck.spot_check(sub.results_path, seed=args.spot_check_seed, tags=tags, splits=splits,
                                       progress=_progress)
         except spotcheck.SpotCheckRejected as e:
-            spotcheck.record_attempt(con, model="@".join(model_key), tasks=sorted(doc_sets),
+            attempts_store.record_attempt(con, model=model_key, tasks=sorted(doc_sets),
                                      doc_sets=[doc_sets[t] for t in sorted(doc_sets)],
                                      predictions_hash=sub.predictions_hash, outcome="rejected", detail=e.detail,
-                                     submitter=submitter)
-            raise
+                                     submitter=submitter, weights=weights)
+            n, cap = before + 1, attempts_store.max_attempts()
+            raise SubmissionError(f"{e} (rejected attempt {n} of {cap} for these weights)") from None
         tier, verification = sc.tier, sc.verification
+        if "spot_check" in verification and weights:
+            verification["spot_check"].update({
+                "weights": weights, "content_hash": sub.predictions_hash,
+                "secret_commitment": spotcheck.secret_commitment(con),
+                "rejected_attempts_before": before, "max_attempts": attempts_store.max_attempts()})
         print(sc.message)
     if crossfit:
         verification["crossfit_recomputed"] = crossfit
@@ -295,6 +311,17 @@ def _dispatch(con, args, db_path) -> int:
         return _run_jobs(con, db_path, once=True, job_id=jid)
     if args.cmd == "worker":
         return _run_jobs(con, db_path, once=args.once)
+    if args.cmd == "attempts":
+        from . import attempts as attempts_store
+
+        if args.clear:
+            n = attempts_store.clear_attempts(con, args.clear, args.submitter)
+            print(f"cleared {n} rejected attempt(s) of {args.clear}")
+            return 0
+        for a in attempts_store.attempts(con):  # the operator's view: the detail names the worst document
+            print(f"#{a['id']}\t{a['at']}\t{a['outcome']}\t{a['submitter']}\t{a['model']}\t{a['weights']}"
+                  f"\t{a['tasks']}\t{a['detail'][:300]}")
+        return 0
     if args.cmd == "jobs":
         from .evaluate import list_jobs
 

@@ -30,14 +30,20 @@ from pathlib import Path
 import numpy as np
 
 from .errors import SubmissionError
+from .identity import model_identity, parse_model_args
 from .recompute import Submission
+from .tolerance import TOLERANCE
 
 SCHEMA_VERSION = 3
 TIERS = ("verified", "spot-checked", "self-reported")
 #: Two submissions whose every model row has top-label confidences within this of a stored submission's rows
 #: (same task, same documents, same correctness) are one measurement: the spot check's own tolerance, so two
 #: runs the spot check cannot tell apart are duplicates (issue 25).
-from .spotcheck import TOLERANCE as DUP_ATOL  # noqa: E402
+DUP_ATOL = TOLERANCE
+#: Rows whose probabilities are fitted across the run's documents (or chosen on other documents): they amplify
+#: a tolerance-sized edit of their source row (constrained_ts turned 6.5e-6 into 5.4e-5, issue 34), so the
+#: near-duplicate test compares only the raw, per-document rows.
+DERIVED_FILTERS = frozenset({"constrained_ts", "semsoft_ts", "semsoft_tuned"})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -190,17 +196,20 @@ def _backfill_identity(con: sqlite3.Connection) -> None:
 
 
 def _near_duplicate(con: sqlite3.Connection, sub: Submission) -> int | None:
-    """The id of a stored submission whose rows match every model row of ``sub`` (same task and documents,
-    same correctness, confidences within :data:`DUP_ATOL`, filter names ignored), else None."""
+    """The id of a stored submission whose rows match every raw model row of ``sub`` (same task and documents,
+    same correctness, confidences within :data:`DUP_ATOL`, filter names ignored), else None. Raw rows: not the
+    re-calibrated or tuned ones (:data:`DERIVED_FILTERS`), which amplify an edit of the row they come from;
+    a run of derived rows only is compared on those."""
     candidates: set[int] | None = None
-    for e in sub.entries:
-        if e.is_reference:
-            continue
+    model_rows = [e for e in sub.entries if not e.is_reference]
+    raw = [e for e in model_rows if e.filter not in DERIVED_FILTERS] or model_rows
+    for e in raw:
         conf, correct = np.asarray(e.conf, dtype="<f8"), np.asarray(e.correct, dtype="<f8")
         match = set()
         for sid, c, y in con.execute(
             "SELECT submission_id, conf, correct FROM entries WHERE task = ? AND doc_set_hash = ? AND n_docs = ? "
-            "AND is_reference = 0", (e.task, e.doc_set_hash, e.n_docs),
+            f"AND is_reference = 0 AND filter NOT IN ({', '.join('?' * len(DERIVED_FILTERS))})",
+            (e.task, e.doc_set_hash, e.n_docs, *sorted(DERIVED_FILTERS)),
         ):
             c, y = np.frombuffer(c, dtype="<f8"), np.frombuffer(y, dtype="<f8")
             if len(c) == len(conf) and np.array_equal(y, correct) and np.allclose(c, conf, rtol=0, atol=DUP_ATOL):
@@ -240,29 +249,59 @@ def submitter_of(con: sqlite3.Connection, token: str | None) -> str:
     return row[0]
 
 
-def model_identity(model_args: str | dict | None) -> tuple[str, str, str]:
-    """(model id, revision, display name) from a run's ``model_args``: the catalogue name for
-    ``semcal:NAME`` or a catalogue cache folder ``<name>-<sha256[:12]>`` (revision: that hash), else the
-    ``pretrained`` value as written (its last path component for a folder), with ``revision=`` if given."""
-    from semcal_eval.models import CATALOGUE, PREFIX
+def entry_names(sub: Submission, model_name: str | None, method: str) -> tuple[str, str, str, str, str]:
+    """(method, label, model id, revision, displayed name) of a submission, every name checked by
+    :mod:`leaderboards.names` (SubmissionError otherwise). Cheap: ``board submit`` runs it before the spot check."""
+    from . import names
 
-    from .spotcheck import parse_model_args
 
-    args = parse_model_args(model_args or "")
-    claim = str(args.get("pretrained") or "")
-    rev = str(args.get("revision") or "")[:80]
-    if not claim:
-        return "", rev, "(model not named in model_args)"
-    name = claim[len(PREFIX):] if claim.startswith(PREFIX) else None
-    base = claim.rstrip("/").rsplit("/", 1)[-1]
-    if name is None:
-        name = next((e.name for e in CATALOGUE.values() if base == e.key), None)
-    if name is not None and name in CATALOGUE:
-        entry = CATALOGUE[name]
-        return PREFIX + name, rev or entry.key.rsplit("-", 1)[-1], entry.hf_name
-    if claim.startswith(("/", ".", "~")):  # a local folder: its last two components (run/checkpoint)
-        return claim[:200], rev, "/".join(claim.rstrip("/").split("/")[-2:])[:200] or claim[:200]
-    return claim[:200], rev, claim[:200]
+    method = names.method(method)
+    label = names.model_name(model_name) if model_name else ""
+    model_args = sub.model_args or (sub.provenance.get("config") or {}).get("model_args")
+    for key in ("pretrained", "revision"):
+        v = parse_model_args(model_args or "").get(key)
+        if isinstance(v, str):
+            names.check_path_text(v, f"model_args {key}")
+    model_id, revision, derived = model_identity(model_args)
+    # the displayed name comes from model_args; a submitter's label is shown beside it, never instead of it
+    shown = derived if not label or label == derived else f"{derived} ({label})"
+    return method, label, model_id, revision, names.model_name(shown[:names.MAX_MODEL_NAME])
+
+
+def stored_names(con: sqlite3.Connection) -> list[str]:
+    """Every displayed model name, model id and label on the board (for
+    :func:`leaderboards.names.check_unconfusable`)."""
+    out = set()
+    for row in con.execute("SELECT DISTINCT model_name, model_id, label FROM submissions"):
+        out.update(v for v in row if v)
+    return sorted(out)
+
+
+def check_names_unconfusable(con: sqlite3.Connection, names_: tuple[str, ...]) -> None:
+    """Each of an entry's names (displayed name, model id, label) against every stored one: SubmissionError for
+    a look-alike of a different stored name (:func:`leaderboards.names.check_unconfusable`)."""
+    from . import names
+
+    stored = stored_names(con)
+    for n in names_:
+        if n:
+            names.check_unconfusable(n, stored)
+
+
+def duplicate_of(con: sqlite3.Connection, sub: Submission) -> str | None:
+    """``#id ('name', method, at)`` of a stored submission with the same predictions, content, or predictions
+    within :data:`DUP_ATOL` on the raw rows (:func:`_near_duplicate`); None for a new measurement."""
+    ph = sub.predictions_hash or sub.content_hash
+    dup = con.execute(
+        "SELECT id, model_name, method, submitted_at FROM submissions WHERE predictions_hash = ? OR content_hash = ?",
+        (ph, sub.content_hash),
+    ).fetchone()
+    if dup is None:
+        near = _near_duplicate(con, sub)
+        if near is not None:
+            dup = con.execute("SELECT id, model_name, method, submitted_at FROM submissions WHERE id = ?",
+                              (near,)).fetchone()
+    return None if dup is None else f"#{dup[0]} ({dup[1]!r}, method {dup[2]}, at {dup[3]})"
 
 
 def insert(con: sqlite3.Connection, sub: Submission, model_name: str | None, method: str, *,
@@ -274,32 +313,18 @@ def insert(con: sqlite3.Connection, sub: Submission, model_name: str | None, met
     (``predictions_hash``), or predictions within :data:`DUP_ATOL` of a stored submission's, raise
     SubmissionError naming the stored submission.
     """
-    from . import names
 
-    method = names.method(method)
-    label = names.model_name(model_name) if model_name else ""
-    model_id, revision, derived = model_identity(sub.model_args or (sub.provenance.get("config") or {}).get("model_args"))
-    # the displayed name comes from model_args; a submitter's label is shown beside it, never instead of it
-    shown = derived if not label or label == derived else f"{derived} ({label})"
-    model_name = names.model_name(shown[:names.MAX_MODEL_NAME])
+    method, label, model_id, revision, model_name = entry_names(sub, model_name, method)
     if tier not in TIERS:
         raise SubmissionError(f"tier {tier!r} must be one of {', '.join(TIERS)}")
     ph = sub.predictions_hash or sub.content_hash
-    dup = con.execute(
-        "SELECT id, model_name, method, submitted_at FROM submissions WHERE predictions_hash = ? OR content_hash = ?",
-        (ph, sub.content_hash),
-    ).fetchone()
-    if dup is None:
-        near = _near_duplicate(con, sub)
-        if near is not None:
-            dup = con.execute("SELECT id, model_name, method, submitted_at FROM submissions WHERE id = ?",
-                              (near,)).fetchone()
+    dup = duplicate_of(con, sub)
     if dup:
         raise SubmissionError(
             f"duplicate submission: these predictions (sha256 {ph[:16]}…) were already submitted as "
-            f"#{dup[0]} ({dup[1]!r}, method {dup[2]}, at {dup[3]}); editing the results file, names or hashes "
-            "does not make a new measurement"
+            f"{dup}; editing the results file, names or hashes does not make a new measurement"
         )
+    check_names_unconfusable(con, (model_name, model_id, label))
     con.execute("BEGIN IMMEDIATE")
     try:
         cur = con.execute(

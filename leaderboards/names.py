@@ -9,12 +9,14 @@ Each refusal raises :class:`~leaderboards.errors.SubmissionError` naming the cha
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
 from .errors import SubmissionError
 
-__all__ = ["MAX_MODEL_NAME", "KNOWN_METHODS", "model_name", "method", "submitter", "check_text", "check_looks"]
+__all__ = ["MAX_MODEL_NAME", "KNOWN_METHODS", "model_name", "method", "submitter", "check_text", "check_looks",
+           "skeleton", "check_unconfusable"]
 
 MAX_MODEL_NAME = 200
 KNOWN_METHODS = ("base", "semsoft", "temperature", "csr", "csr_likelihood", "csr_spread", "rlvr", "rlcr", "rd")
@@ -55,6 +57,96 @@ def check_looks(n: str, what: str) -> str:
             f"{what} {n[:40]!r} mixes scripts with look-alike characters (e.g. a Cyrillic letter in a Latin "
             "name); write it in one script")
     return n
+
+
+@functools.lru_cache(maxsize=1)
+def _prototypes() -> dict[str, str]:
+    """Character -> its class representative, from the Unicode confusables data that ``confusable_homoglyphs``
+    ships (UTS #39 ``confusables.txt``): single characters that the data lists as look-alikes are joined into one
+    class (union-find, so "l", "I", "1", "ⅼ" and "ӏ" are one), represented by its smallest ASCII member (else its
+    smallest member). Multi-character prototypes ("rn" for "m") are left out."""
+    import json
+    import os
+
+    from confusable_homoglyphs import confusables
+
+    with open(os.path.join(os.path.dirname(confusables.__file__), "confusables.json"), encoding="utf-8") as fh:
+        data = json.load(fh)
+    parent: dict[str, str] = {}
+
+    def find(c: str) -> str:
+        while parent.setdefault(c, c) != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    for c, homoglyphs in data.items():
+        for h in homoglyphs:
+            if len(c) == 1 and len(h["c"]) == 1:
+                a, b = find(c), find(h["c"])
+                if a != b:
+                    parent[max(a, b, key=_proto_order)] = min(a, b, key=_proto_order)
+    return {c: find(c) for c in parent}
+
+
+def _proto_order(c: str) -> tuple:
+    return (not c.isascii(), not c.isalnum(), c.lower() != c, ord(c))  # ASCII lower-case letters/digits first
+
+
+#: Scripts whose letters are look-alikes of Latin ones: a name mixing two of them is refused outright.
+_LATIN_LIKE = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
+
+
+def skeleton(name: str) -> str:
+    """The confusable skeleton of a whole name (UTS #39, section 4, with NFKC in place of NFD): NFKC (full-width
+    and mathematical letters, Roman numerals, NBSP become plain characters), every character mapped to its
+    confusable class (:func:`_prototypes`: "ɑ" → "a", Cyrillic "З" → "3", "‐" → "-", "⁄" → "/"), NFKC again.
+    Two names with the same skeleton look alike."""
+    proto = _prototypes()
+    n = unicodedata.normalize("NFKC", name)
+    return unicodedata.normalize("NFKC", "".join(proto.get(c, c) for c in n))
+
+
+def _scripts(name: str) -> set[str]:
+    return {unicodedata.name(c, "").split(" ")[0] for c in name if c.isalpha()} & set(_LATIN_LIKE)
+
+
+def check_unconfusable(name: str, existing: list[str], what: str = "model name") -> str:
+    """SubmissionError when ``name`` mixes Latin-like scripts (Latin with Cyrillic, Greek, ...: "gemma-З-270m")
+    or has the :func:`skeleton` of a different stored name ("SmoⅼLM2" beside "SmolLM2")."""
+    mixed = _scripts(name)
+    if len(mixed) > 1:
+        raise SubmissionError(f"{what} {name[:60]!r} mixes the {' and '.join(sorted(mixed))} scripts, whose letters "
+                              "look alike; write it in one script")
+    sk = skeleton(name)
+    for other in existing:
+        if other != name and skeleton(other) == sk:
+            raise SubmissionError(f"{what} {name[:60]!r} looks like the stored name {other[:60]!r} (same Unicode "
+                                  "confusable skeleton); use the stored spelling or a visibly different name")
+    return name
+
+
+#: Longest path component most file systems store (bytes of UTF-8), and the longest path text the board reads.
+MAX_COMPONENT_BYTES = 255
+MAX_PATH_CHARS = 4096
+
+
+def check_path_text(s: str, what: str) -> str:
+    """A path-like value (``pretrained``, an output folder): SubmissionError naming the problem when it holds a
+    control or invisible format character (NUL, bidi overrides), is longer than MAX_PATH_CHARS, or has a
+    component longer than MAX_COMPONENT_BYTES (which the OS would refuse as "File name too long")."""
+    for i, c in enumerate(s):
+        cat = unicodedata.category(c)
+        if cat in _BAD_CATEGORIES:
+            raise SubmissionError(f"{what} {s[:40]!r} holds a control or invisible character at position {i} "
+                                  f"(U+{ord(c):04X} {unicodedata.name(c, 'control character')}); use a plain path")
+    if len(s) > MAX_PATH_CHARS:
+        raise SubmissionError(f"{what} is {len(s)} characters long; the limit is {MAX_PATH_CHARS}")
+    for part in s.replace("\\", "/").split("/"):
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES:
+            raise SubmissionError(f"{what}: the path component {part[:30]!r}… is {len(part.encode('utf-8', 'surrogatepass'))} "
+                                  f"bytes long; file systems allow {MAX_COMPONENT_BYTES}: shorten it")
+    return s
 
 
 def check_text(s: object, what: str, max_len: int) -> str:

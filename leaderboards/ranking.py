@@ -15,6 +15,12 @@ Within a rank group:
 * every non-reference entry gets an **ECE rank** (the main metric: 15-bin ECE for classification,
   10-bin for QA) and a **Brier rank** (a proper score, which a constant predictor cannot game);
   lower is better, NaN ranks last, ties share the best rank ("1224" competition ranking);
+* **tolerance ties** (issue 34): the spot check accepts any probability within ``TOLERANCE`` of the model's,
+  so an entry's value is only known up to the change such an edit can make (:func:`tolerance_interval`:
+  Brier ± (4·tol + K·tol²); ECE ± (tol + 2/N per document within tol of a bin edge); PRR between the worst
+  and the best ordering of confidences within 2·tol of each other). Entries whose intervals overlap,
+  chained in value order, are **tied** and share a rank, so an edit inside the tolerance never ranks a run
+  above its honest twin;
 * the same ranks are also computed among the group's **verified** entries only (``ece_rank_verified``,
   ``brier_rank_verified``; None for other tiers), so the site can restrict the ranking to them;
 * an entry **beats the prior** when its Brier score is strictly below the class-prior reference row
@@ -33,6 +39,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+
+import numpy as np
+
+from .tolerance import TOLERANCE
 
 #: The ranked board columns, main first: ECE (the main metric) and Brier (a proper score beside it).
 RANKED = ("ece", "brier", "prr")
@@ -65,6 +75,91 @@ def rank_group(e: dict) -> tuple:
     cov = coverage_of(e)
     key = (cov, e["task"], e.get("split") or "")
     return key if cov == "full" else key + (e["doc_set_hash"],)
+
+
+#: Most classes of a classification task the Brier band allows for (the K·tol² term; GoEmotions has 28).
+MAX_CLASSES = 100
+#: ECE bins of the board's ECE column per record kind (semcal_eval.core.metric_table.ROLES: ece_uw15 / ece_uw10).
+ECE_BINS = {"classification": 15, "confidence": 10}
+
+
+def _prr_extreme(conf: np.ndarray, correct: np.ndarray, best: bool) -> float:
+    """PRR when confidences within 2·tol of each other (single-linkage groups in sorted order) are ordered as
+    favourably (``best``: wrong answers rejected first) or as unfavourably as an edit within tol allows."""
+    from semcal_eval.core.metrics import prr
+
+    order = np.argsort(conf, kind="stable")
+    gaps = np.diff(conf[order]) > 2 * TOLERANCE
+    group = np.empty(len(conf), dtype=int)
+    group[order] = np.r_[0, np.cumsum(gaps)]
+    y = correct.astype(bool)
+    key = np.lexsort((conf, y if best else ~y, group))  # within a group: wrong first when best
+    ranked = np.empty(len(conf))
+    ranked[key] = np.arange(len(conf), dtype=float) / max(1, len(conf) - 1)  # PRR reads only the order
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(prr(y_true=correct, y_prob=ranked))
+
+
+def tolerance_interval(e: dict, col: str) -> tuple[float, float]:
+    """[lo, hi] of board column ``col`` over every edit of the entry's probabilities by at most ``TOLERANCE``
+    each (tol), from its stored per-document confidences where the bound needs them:
+
+    * Brier: per document |Σ_k (p_k+Δ_k−t_k)² − (p_k−t_k)²| ≤ 2·tol·Σ_k|p_k−t_k| + K·tol² ≤ 4·tol + K·tol²
+      (Σ_k|p_k−t_k| ≤ 2 for two probability vectors; K ≤ MAX_CLASSES), and the mean keeps the bound;
+    * ECE (equal-width bins): moving each confidence by ≤ tol changes each bin's |Σ (conf − correct)| by at most
+      its count·tol, so the ECE by ≤ tol; a document within tol of a bin edge may change bins, which changes
+      the two bins' sums by |conf − correct| ≤ 1 each: + 2/N per such document;
+    * PRR (depends on the confidence order only): between :func:`_prr_extreme` worst and best.
+
+    Not covered: an edit that flips a top label (top-2 probabilities within 2·tol) changes that document's
+    correctness for ECE and PRR (Brier, over the whole vector, is covered)."""
+    v = e["board"].get(col, math.nan)
+    if v is None or math.isnan(v):
+        return (math.nan, math.nan)
+    conf, correct = e.get("conf"), e.get("correct")
+    have = conf is not None and correct is not None and len(conf) == len(correct) and len(conf) > 0
+    if col == "brier":
+        band = 4 * TOLERANCE + MAX_CLASSES * TOLERANCE**2
+        return (v - band, v + band)
+    if col == "ece":
+        band = TOLERANCE
+        if have:
+            c = np.asarray(conf, dtype=float)
+            edges = np.arange(1, ECE_BINS.get(e.get("kind"), 15)) / ECE_BINS.get(e.get("kind"), 15)
+            near = np.min(np.abs(c[:, None] - edges[None, :]), axis=1) <= TOLERANCE
+            band += 2.0 * float(near.sum()) / len(c)
+        return (v - band, v + band)
+    if col == "prr" and have:
+        c, y = np.asarray(conf, dtype=float), np.asarray(correct, dtype=float)
+        lo, hi = _prr_extreme(c, y, best=False), _prr_extreme(c, y, best=True)
+        if math.isnan(lo) or math.isnan(hi):
+            return (v, v)
+        return (min(lo, v), max(hi, v))
+    return (v, v)
+
+
+def _tied_ranks(intervals: list[tuple[float, float]], values: list[float]) -> list[int]:
+    """Competition ranks ("1224"), ascending by value, NaN last, where an entry whose interval overlaps the
+    interval of an entry of the current tie group (chained in value order) joins that group's rank."""
+    order = sorted(range(len(values)), key=lambda i: (math.isnan(values[i]), values[i] if not math.isnan(values[i]) else 0.0))
+    ranks = [0] * len(values)
+    group_hi, group_rank = -math.inf, 0
+    for pos, i in enumerate(order):
+        lo, hi = intervals[i]
+        if math.isnan(values[i]):
+            ranks[i] = group_rank if pos and math.isnan(values[order[pos - 1]]) else pos + 1
+            group_rank = ranks[i]
+            continue
+        if pos and lo <= group_hi:
+            ranks[i] = group_rank
+            group_hi = max(group_hi, hi)
+        else:
+            ranks[i] = group_rank = pos + 1
+            group_hi = hi
+    return ranks
 
 
 def _rank(values: list[float]) -> list[int]:
@@ -124,11 +219,11 @@ def rank_entries(entries: list[dict]) -> list[dict]:
             e["ranked_among"] = "verified+spot-checked" if e["tier"] in TRUSTED else "self-reported"
         for col in RANKED:
             sign = -1.0 if col in RANKED_HIGHER else 1.0
-            for subset in (trusted, self_rep):
-                for e, r in zip(subset, _rank([sign * e["board"].get(col, math.nan) for e in subset])):
-                    e[f"{col}_rank"] = r
-            for e, r in zip(verified, _rank([sign * e["board"].get(col, math.nan) for e in verified])):
-                e[f"{col}_rank_verified"] = r
+            iv = {id(e): tuple(sorted(sign * x for x in tolerance_interval(e, col))) for e in rows}
+            for subset, key in ((trusted, "rank"), (self_rep, "rank"), (verified, "rank_verified")):
+                vals = [sign * e["board"].get(col, math.nan) for e in subset]
+                for e, r in zip(subset, _tied_ranks([iv[id(e)] for e in subset], vals)):
+                    e[f"{col}_{key}"] = r
     kept.sort(key=lambda e: (e["coverage"] != "full", e["task"], "" if e["coverage"] == "full" else e["doc_set_hash"],
                              e["is_reference"], e.get("ece_rank") or 0, e["entry_id"]))
     return kept

@@ -10,7 +10,10 @@ Loopback only (127.0.0.1), GET and HEAD only, regular files under the site folde
   :data:`MAX_CONNECTIONS` are served at once, at most :data:`MAX_PER_CLIENT` per non-loopback address (on
   loopback every client shares 127.0.0.1, so there the rule that keeps the server answering is the next one);
   when every slot is taken, the connection that has waited longest without completing its request is closed to
-  make room, so slow clients can delay but not lock out a new one;
+  make room, else the connection that has been answering longest, so slow clients can delay but not lock out a
+  new one;
+* a response is sent at :data:`MIN_RATE` bytes/s at least (after :data:`MIN_RATE_GRACE` s) and within
+  :data:`RESPONSE_DEADLINE` s, or the connection is closed: slow readers cannot starve the server;
 * only the files a render writes are served (:data:`ALLOWED`): never ``*.sqlite``, a README or a stray file;
 * a ``Host`` header other than the loopback address or ``localhost`` is refused (400), so a web page
   cannot read the board through DNS rebinding;
@@ -48,6 +51,14 @@ CONNECTION_DEADLINE = 30.0
 MAX_CONNECTIONS = 32
 #: Connections one client address may hold at once; more from it are closed at once.
 MAX_PER_CLIENT = 8
+#: A response must reach the client at this many bytes per second (after MIN_RATE_GRACE seconds) and be sent
+#: within RESPONSE_DEADLINE seconds, or the connection is closed: a client that reads slowly cannot hold a
+#: slot for long (issue 34: 40 slow readers of a 244 MB board.json let 4 of 110 requests through).
+MIN_RATE = 64 * 1024
+MIN_RATE_GRACE = 2.0
+RESPONSE_DEADLINE = 10.0
+#: Bytes written per send, so the rate is checked often and one blocked send waits at most one chunk.
+CHUNK = 16 * 1024
 #: The only files served: what ``board render`` writes (never the database, a README or anything else a user
 #: keeps in the folder; issue 25: ``board.sqlite`` holding the spot-check secret was served).
 ALLOWED = re.compile(r"(index\.html|style\.css|board\.js|leaderboard\.csv|leaderboard\.md|board\.json|"
@@ -145,11 +156,26 @@ class BoardHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
             self.end_headers()
             if body:
-                try:
-                    while chunk := fh.read(64 * 1024):
-                        self.wfile.write(chunk)
-                except OSError:
-                    pass  # the client hung up mid-file
+                self._send_body(fh)
+
+    def _send_body(self, fh) -> None:
+        """Copy ``fh`` to the client in CHUNK pieces; stop (closing the connection) when the client reads slower
+        than the server's minimum rate or the response outlives its deadline."""
+        import time
+
+        t0, sent = time.monotonic(), 0
+        srv = self.server
+        try:
+            while chunk := fh.read(CHUNK):
+                self.wfile.write(chunk)
+                sent += len(chunk)
+                dt = time.monotonic() - t0
+                if dt > srv.response_deadline or (dt > srv.min_rate_grace and sent < srv.min_rate * dt):
+                    self.log_message("closed a slow reader: %d bytes in %.1f s", sent, dt)
+                    self._kill()
+                    return
+        except OSError:
+            pass  # the client hung up mid-file
 
     def _resolve(self, raw: str) -> str | int:
         """The file to send for request target ``raw``, or the HTTP status to answer instead."""
@@ -186,9 +212,13 @@ class BoardServer(http.server.ThreadingHTTPServer):
     allow_reuse_port = False  # never share the port with another process (newer Pythons default to True)
 
     def __init__(self, site: Path, port: int, *, read_timeout: float = READ_TIMEOUT,
-                 deadline: float = CONNECTION_DEADLINE):
+                 deadline: float = CONNECTION_DEADLINE, min_rate: float = MIN_RATE,
+                 min_rate_grace: float = MIN_RATE_GRACE, response_deadline: float = RESPONSE_DEADLINE,
+                 max_connections: int = MAX_CONNECTIONS):
         self.site = str(Path(site).resolve())
         self.read_timeout, self.deadline = read_timeout, deadline
+        self.min_rate, self.min_rate_grace, self.response_deadline = min_rate, min_rate_grace, response_deadline
+        self.max_connections = max_connections
         self._lock = threading.Lock()
         # socket -> [client address, accepted at (monotonic), request read?]
         self._live: dict = {}
@@ -208,12 +238,12 @@ class BoardServer(http.server.ThreadingHTTPServer):
             if same >= MAX_PER_CLIENT and client_address[0] not in (HOST, "::1"):
                 self.shutdown_request(request)  # one address may not hold every slot
                 return
-            if len(self._live) >= MAX_CONNECTIONS:
+            if len(self._live) >= self.max_connections:
                 waiting = [(v[1], k) for k, v in self._live.items() if not v[2]]
-                if not waiting:
-                    self.shutdown_request(request)  # every slot is sending an answer: full for a moment
-                    return
-                evict = min(waiting, key=lambda t: t[0])[1]  # the longest-waiting incomplete request
+                # the longest-waiting incomplete request; when every slot is answering, the oldest answer (a
+                # healthy answer takes milliseconds, so the oldest is a slow reader's)
+                pool = waiting or [(v[1], k) for k, v in self._live.items()]
+                evict = min(pool, key=lambda t: t[0])[1]
                 del self._live[evict]
             self._live[request] = [client_address[0], time.monotonic(), False]
         if evict is not None:
@@ -242,12 +272,12 @@ class BoardServer(http.server.ThreadingHTTPServer):
 
 
 def make_server(site: str | Path, port: int, *, read_timeout: float = READ_TIMEOUT,
-                deadline: float = CONNECTION_DEADLINE) -> BoardServer:
+                deadline: float = CONNECTION_DEADLINE, **limits) -> BoardServer:
     """A :class:`BoardServer` for ``site`` on 127.0.0.1:``port`` (0 picks a free port), not yet serving:
     call ``serve_forever()`` (e.g. in a thread) and ``shutdown()``; ``server_address[1]`` is the port.
     ``read_timeout`` / ``deadline``: seconds per read and per connection (defaults :data:`READ_TIMEOUT`,
     :data:`CONNECTION_DEADLINE`)."""
-    return BoardServer(Path(site), port, read_timeout=read_timeout, deadline=deadline)
+    return BoardServer(Path(site), port, read_timeout=read_timeout, deadline=deadline, **limits)
 
 
 def serve(site: str | Path, port: int) -> int:

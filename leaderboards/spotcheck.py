@@ -10,16 +10,17 @@ the logged probabilities came from the model that ``config.model_args`` names:
    Anything else (a hub id, a folder elsewhere, a non-float32 dtype) cannot be re-scored: the submission is
    stored as tier ``self-reported`` with the reason.
 2. The sample: per task of N documents, :func:`sample_size` (the smallest k with C(N-m, k)/C(N, k) <= 1 % for
-   m = ceil(1 % of N) forged documents), drawn with ``random.Random(seed)``; the seed is :func:`board_seed`,
-   secret and fixed per (model, task, document set), so a rejected forgery gets no fresh draw; only its
-   sha256 is stored with the entry.
+   m = ceil(1 % of N) forged documents), selected by a draw tag (:func:`sample_doc_ids`): HMAC-SHA256 of the
+   submission's content hash under the board's 256-bit secret (:func:`draw_tag`), unknowable before the
+   submission; the tag and the documents are published with the entry afterwards, for audit. Each submission
+   is drawn afresh, and rejected attempts per weights (:func:`leaderboards.identity.weights_key`) are capped.
 3. Re-scoring: lm-eval itself, as a subprocess, with the board's pinned backend (hf-semsoft, float32, CPU)
    on exactly the sampled documents (``--samples``), the run's split and hyper-parameters. Requests are thus
    built by the task, exactly as in the submitted run, never from the submitted ``arguments``.
 4. Comparison: for every filter whose probabilities are a function of that one document's model output
    (``constrained``, ``semsoft``, ``semsoft_tau*``; ``none`` of ``*_base`` tasks), the largest absolute
-   difference between submitted and re-scored class probabilities. Above :data:`TOLERANCE` anywhere: rejected,
-   naming the worst document. Otherwise tier ``spot-checked``.
+   difference between submitted and re-scored class probabilities. Above :data:`TOLERANCE` anywhere: rejected
+   (the worst document is recorded for the operator, not told to the submitter). Otherwise tier ``spot-checked``.
 
 ``semsoft_tuned`` (P_sem at a configuration chosen on other documents) is re-scored at the configuration each
 of its records names (``tuned_tau``, ``tuned_top_k``, ``tuned_embedding``, which must lie in the run's tuning
@@ -35,17 +36,17 @@ them in full, without the model, from the run's own ``constrained`` / ``semsoft`
 as the rows they come from. Reference rows are not compared (the board computes those itself). QA tasks
 (generation with sampling) are not spot-checked.
 
-The seed: :func:`board_seed` (a secret of the board database, the model, the task and the document set). A seed
-chosen with ``--spot-check-seed`` runs the same check, but the entry is self-reported (the chooser knew the
-sample). A rejection is recorded (:func:`record_attempt`) and its message does not name the sampled documents.
+A seed chosen with ``--spot-check-seed`` runs the same check, but the entry is self-reported (the chooser knew
+the sample). Every rejection is recorded (:func:`leaderboards.attempts.record_attempt`, which also caps them);
+its message names neither the sampled documents nor how far any was off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
-import random
 import secrets
 import shutil
 import sqlite3
@@ -55,31 +56,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SubmissionError
+from .identity import parse_model_args
 from .registry import REFERENCE_FILTERS
+# the tolerance (leaderboards.tolerance) is shared with the near-duplicate test and the ranking's tie bands
+from .tolerance import CROSSFIT_ATOL, TOLERANCE, TOLERANCES
 
 __all__ = ["TOLERANCE", "TOLERANCES", "FRACTION", "MIN_DOCS", "SpotCheck", "SpotCheckRejected", "NotCheckable",
-           "sample_size", "miss_probability", "sample_doc_ids", "claimed_model", "parse_model_args", "spot_check",
-           "check_crossfit", "check_tuned_row", "board_seed", "record_attempt", "attempts"]
+           "sample_size", "miss_probability", "sample_doc_ids", "claimed_model", "spot_check",
+           "check_crossfit", "check_tuned_row", "draw_tag", "chosen_tag", "secret_commitment", "reach_probability"]
 
-#: Largest accepted |submitted - re-scored| of any class probability, per dtype of the re-scoring arithmetic.
-#: Set from measured honest re-score differences (leaderboards/tools/measure_tolerance.py; docs/LEADERBOARD.md,
-#: "Tolerance"): SmolLM2-135M, goemotions_semsoft, 500 validation documents, float32 on this CPU, batch sizes
-#: 1/8/32 and 1 vs 2 threads; the tolerance is MARGIN x the measured maximum. Only float32 runs are re-scored
-#: (the board re-scores in float32): a bf16/fp16 run is stored self-reported, so no wider tolerance is offered.
-MEASURED_MAX = {"float32": 2.34e-6}
-MARGIN = 4.0
-TOLERANCES = {dt: MARGIN * v for dt, v in MEASURED_MAX.items()}
-TOLERANCE = TOLERANCES["float32"]
-#: The cross-fitted (_ts) rows are recomputed with the same code on the same logged numbers: float noise only.
-CROSSFIT_ATOL = 1e-9
+
 #: Sample size: the smallest k such that a forgery of at least FORGED_SHARE of the documents (m = ceil(q N))
 #: is missed with probability at most MISS_PROB: C(N-m, k) / C(N, k) <= 0.01 (hypergeometric; see sample_size).
 FORGED_SHARE = 0.01
 MISS_PROB = 0.01
 FRACTION = FORGED_SHARE  # kept for callers of the old name
 MIN_DOCS = 20
-#: Rejected spot checks kept per (model, task, document set): the draw is deterministic per that key, so a
-#: rejection buys no fresh sample; the attempts are recorded (table spot_check_attempts) for the operator.
 #: Filters whose probabilities depend on other documents than their own (fitted across the run's documents),
 #: with the row they are fitted from.
 CROSS_DOCUMENT_FILTERS = {"constrained_ts": "constrained", "semsoft_ts": "semsoft"}
@@ -128,24 +120,31 @@ def sample_size(n: int, share: float = FORGED_SHARE, miss: float = MISS_PROB) ->
     return lo
 
 
-def sample_doc_ids(doc_ids: list[int], seed: int) -> list[int]:
-    """A seeded random sample of ``sample_size(len(doc_ids))`` of ``doc_ids`` (all if at most MIN_DOCS); sorted."""
+def sample_doc_ids(doc_ids: list[int], tag: str) -> list[int]:
+    """The documents a draw tag selects: ``k = sample_size(len(doc_ids))`` of the sorted ids by a partial
+    Fisher-Yates shuffle whose i-th step swaps position i with position i + (sha256(``"<tag>:<i>"``) as a
+    big-endian integer mod (N - i)), i = 0..k-1; the first k, sorted (all if at most MIN_DOCS). Public and
+    language-independent, so an auditor recomputes the sample from the published tag (docs/LEADERBOARD.md,
+    "Auditing a draw"); the modulo bias of a 256-bit number is below 2^-200."""
     ids = sorted(doc_ids)
-    return sorted(random.Random(seed).sample(ids, sample_size(len(ids))))
+    n, k = len(ids), sample_size(len(ids))
+    for i in range(k):
+        j = i + int.from_bytes(hashlib.sha256(f"{tag}:{i}".encode()).digest(), "big") % (n - i)
+        ids[i], ids[j] = ids[j], ids[i]
+    return sorted(ids[:k])
 
 
-def parse_model_args(model_args) -> dict:
-    """lm-eval's model_args (a dict in results.json, or ``k=v,k=v`` text) as a dict of strings."""
-    if isinstance(model_args, dict):
-        return {str(k): v for k, v in model_args.items()}
-    if isinstance(model_args, str):
-        out = {}
-        for part in model_args.split(","):
-            k, sep, v = part.partition("=")
-            if sep:
-                out[k.strip()] = v.strip()
-        return out
-    return {}
+def chosen_tag(seed: int) -> str:
+    """The draw tag of a seed chosen by the submitter (``--spot-check-seed``): sha256("semcal-chosen-seed:N").
+    Anyone can compute it, which is why such an entry is never spot-checked."""
+    return hashlib.sha256(f"semcal-chosen-seed:{int(seed)}".encode()).hexdigest()
+
+
+def reach_probability(n: int, m: int, k: int, attempts: int) -> float:
+    """P(a forgery of ``m`` of ``n`` documents reaches the spot-checked tier within ``attempts`` submissions, each
+    with a fresh uniform sample of ``k``) = 1 - (1 - q)^attempts, q = C(n-m, k)/C(n, k) (:func:`miss_probability`).
+    The draws are independent because each submission's tag is a PRF (HMAC) of a different content hash."""
+    return 1.0 - (1.0 - miss_probability(n, m, k)) ** attempts
 
 
 def claimed_model(model_args) -> tuple[str, str]:
@@ -179,58 +178,45 @@ def claimed_model(model_args) -> tuple[str, str]:
                        "nor a model folder on this machine (the board does not download models)")
 
 
-def _secret(con: sqlite3.Connection) -> str:
+#: Bytes of the board secret (256 bits; at least 128 are required of a secret read from the database).
+SECRET_BYTES = 32
+MIN_SECRET_BITS = 128
+
+
+def _secret(con: sqlite3.Connection) -> bytes:
+    """The board's spot-check secret (meta key ``spot_check_secret``, hex), created once per database with
+    :func:`secrets.token_hex`; never rendered or served (``board render`` refuses a site folder holding a
+    database). A stored secret shorter than MIN_SECRET_BITS is refused."""
     row = con.execute("SELECT value FROM meta WHERE key = 'spot_check_secret'").fetchone()
     if row is None:
-        con.execute("INSERT OR IGNORE INTO meta VALUES ('spot_check_secret', ?)", (secrets.token_hex(32),))
+        con.execute("INSERT OR IGNORE INTO meta VALUES ('spot_check_secret', ?)", (secrets.token_hex(SECRET_BYTES),))
         row = con.execute("SELECT value FROM meta WHERE key = 'spot_check_secret'").fetchone()
-    return row[0]
+    try:
+        key = bytes.fromhex(row[0])
+    except ValueError:
+        key = b""
+    if len(key) * 8 < MIN_SECRET_BITS:
+        raise SubmissionError("the board's spot-check secret (meta.spot_check_secret) is not at least "
+                              f"{MIN_SECRET_BITS} bits of hex; replace it with `python -c 'import secrets; "
+                              "print(secrets.token_hex(32))'`")
+    return key
 
 
-def board_seed(con: sqlite3.Connection, model: str, task: str, doc_set_hash: str) -> int:
-    """Spot-check seed of ``task`` for a run of ``model`` on the document set ``doc_set_hash``:
-    sha256(board secret, model, task, doc set) as a 31-bit integer. It does not depend on the predictions, so
-    any edit of a rejected run (a 1e-12 nudge included) draws the very same documents again. The secret is
-    created once per board database (meta key ``spot_check_secret``), never rendered or served."""
-    key = "\x00".join([_secret(con), str(model), str(task), str(doc_set_hash)])
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
+def secret_commitment(con: sqlite3.Connection) -> str:
+    """sha256("semcal-board-secret:" + secret hex): published with every entry. It reveals nothing about a
+    256-bit secret, and binds the board to it: once the operator retires the secret and publishes it, an
+    auditor checks this hash and every entry's tag (:func:`draw_tag`)."""
+    return hashlib.sha256(b"semcal-board-secret:" + _secret(con).hex().encode()).hexdigest()
 
 
-ATTEMPTS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS spot_check_attempts (
-    id INTEGER PRIMARY KEY,
-    at TEXT NOT NULL,
-    model TEXT NOT NULL,
-    tasks TEXT NOT NULL,
-    doc_set_hashes TEXT NOT NULL,
-    predictions_hash TEXT NOT NULL,
-    submitter TEXT NOT NULL DEFAULT '',
-    outcome TEXT NOT NULL,
-    detail TEXT NOT NULL
-);
-"""
-
-
-def record_attempt(con: sqlite3.Connection, *, model: str, tasks: list[str], doc_sets: list[str],
-                   predictions_hash: str, outcome: str, detail: str, submitter: str = "") -> int:
-    """Store one spot-check attempt (rejected ones included: a rejection is not free, and never secret to the
-    operator). ``detail`` holds what the submitter is not told (the worst document)."""
-    from datetime import datetime, timezone
-
-    con.executescript(ATTEMPTS_SCHEMA)
-    cur = con.execute(
-        "INSERT INTO spot_check_attempts (at, model, tasks, doc_set_hashes, predictions_hash, submitter, outcome, "
-        "detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (datetime.now(timezone.utc).isoformat(timespec="seconds"), model, ",".join(tasks), ",".join(doc_sets),
-         predictions_hash, submitter, outcome, detail))
-    return cur.lastrowid
-
-
-def attempts(con: sqlite3.Connection) -> list[dict]:
-    """All recorded spot-check attempts, oldest first."""
-    con.executescript(ATTEMPTS_SCHEMA)
-    cols = ("id", "at", "model", "tasks", "doc_set_hashes", "predictions_hash", "submitter", "outcome", "detail")
-    return [dict(zip(cols, r)) for r in con.execute(f"SELECT {', '.join(cols)} FROM spot_check_attempts ORDER BY id")]
+def draw_tag(con: sqlite3.Connection, content_hash: str, task: str, doc_set_hash: str) -> str:
+    """The spot-check draw of one task of one submission: HMAC-SHA256(board secret,
+    ``"semcal-spot-check-v2\0<content hash>\0<task>\0<doc-set hash>"``), hex. ``content_hash`` is the
+    submission's predictions hash. Without the secret the tag (and so the sample, :func:`sample_doc_ids`) cannot
+    be computed, not even by brute force over the published values; every new submission gets a fresh,
+    independent draw, and the number of rejected draws per weights is capped (:func:`max_attempts`)."""
+    msg = "\0".join(["semcal-spot-check-v2", str(content_hash), str(task), str(doc_set_hash)]).encode()
+    return hmac.new(_secret(con), msg, hashlib.sha256).hexdigest()
 
 
 class SpotCheckRejected(SubmissionError):
@@ -399,6 +385,8 @@ def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
     for r in iter_samples(samples_path):
         if wanted is not None and r.get("doc_id") not in wanted:
             continue
+        if r.get("metrics") == []:  # a row skipped on a short run: nothing to compare (stages.records.skipped_row)
+            continue
         rec = _record(r)
         if not isinstance(rec, dict) or "probs" not in rec:
             if strict:
@@ -450,28 +438,28 @@ def _tuned_configs(task: str, rows: dict[int, dict], ids: list[int], grid: dict 
               and isinstance(tau, (int, float)) and any(abs(float(tau) - t) < 1e-12 for t in grid["taus"]))
         if not ok:
             raise SubmissionError(
-                f"{task} document {doc} (filter {TUNED_FILTER}): the record names configuration tau={tau!r}, "
+                f"{task} (filter {TUNED_FILTER}): a record names configuration tau={tau!r}, "
                 f"top_k={k!r}, label_embedding={emb!r}, which is not in the run's tuning grid {grid}; rejected")
         out.setdefault((float(tau), int(k), emb), []).append(doc)
     return out
 
 
-def spot_check(results_path: Path, *, seed: int | None = None, seeds: dict[str, int] | None = None,
+def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, str] | None = None,
                splits: dict[str, str] | None = None, work_dir: Path | None = None, progress=print) -> SpotCheck:
     """Spot-check the validated run of ``results_path`` (see the module docstring): the board's **tier** stage.
     ``splits``: task -> the split validate_run checked the documents against (preferred to the run's own
     metadata).
 
-    ``seeds``: task -> the board's seed (:func:`board_seed`). ``seed``: a seed chosen by the caller
-    (``--spot-check-seed``); such a check is reported but can never give the ``spot-checked`` tier, since whoever
-    chose the seed knew the sample. Returns a :class:`SpotCheck` (tier ``spot-checked``, or ``self-reported``
-    with the reason); raises :class:`SpotCheckRejected` when the probabilities differ beyond :data:`TOLERANCE`
-    (the message does not name the sampled documents; ``detail`` does, for the attempts table)."""
+    ``tags``: task -> the board's draw tag (:func:`draw_tag`). ``seed``: a seed chosen by the caller
+    (``--spot-check-seed``, tag :func:`chosen_tag`); such a check is reported but can never give the
+    ``spot-checked`` tier, since whoever chose the seed knew the sample. Returns a :class:`SpotCheck` (tier
+    ``spot-checked``, or ``self-reported`` with the reason); raises :class:`SpotCheckRejected` when the
+    probabilities differ beyond :data:`TOLERANCE` or the re-scoring refutes the run (the message names neither
+    the sampled documents nor the size of any difference; ``detail`` does, for the attempts table)."""
     from semcal_eval.runs import locate_run, read_results
 
     results = read_results(Path(results_path))
     chosen = seed is not None
-    base = int(seed) if chosen else secrets.randbelow(2**31)
     try:
         pretrained, claim = claimed_model(_dict(results.get("config")).get("model_args"))
     except NotCheckable as e:
@@ -480,7 +468,7 @@ def spot_check(results_path: Path, *, seed: int | None = None, seeds: dict[str, 
     subtasks = _dict(results.get("group_subtasks"))
     tasks = sorted(t for t in results["results"] if not subtasks.get(t))
     run = locate_run(results_path, tasks)
-    task_seeds: dict[str, int] = {}
+    draws: dict[str, dict] = {}
     unchecked: dict[str, str] = {}
     checked: dict[str, int] = {}
     worst = {"diff": -1.0}
@@ -493,20 +481,28 @@ def spot_check(results_path: Path, *, seed: int | None = None, seeds: dict[str, 
             except NotCheckable as e:
                 unchecked[task] = str(e)
                 continue
-            tseed = (seeds or {}).get(task) if not chosen else None
-            task_seeds[task] = tseed if tseed is not None else base + sum(map(ord, task))
-            ids = sample_doc_ids(list(sub_rows[filters[0]]), task_seeds[task])
+            tag = chosen_tag(seed) if chosen else (tags or {}).get(task)
+            if tag is None:
+                tag = secrets.token_hex(32)  # no board tag given (a library caller): an unpredictable draw
+            ids = sample_doc_ids(list(sub_rows[filters[0]]), tag)
+            draws[task] = {"tag": tag, "doc_ids": ids}
             cfg = _dict(_dict(results.get("configs")).get(task))
-            jobs, split = _rescore_jobs(task, cfg, task in kinds[0], sub_rows, filters, ids, splits)
-            failed, worst = _rescore(task, jobs, sub_rows, len(sub_rows[filters[0]]), split, pretrained, tmp,
-                                     worst, progress)
+            try:
+                jobs, split = _rescore_jobs(task, cfg, task in kinds[0], sub_rows, filters, ids, splits)
+                failed, worst = _rescore(task, jobs, sub_rows, len(sub_rows[filters[0]]), split, pretrained, tmp,
+                                         worst, progress)
+            except SpotCheckRejected:
+                raise
+            except SubmissionError as e:  # refuted by the re-scoring itself: an attempt like a mismatch
+                raise SpotCheckRejected(f"spot check failed: {e}",
+                                        detail=json.dumps({"error": str(e), "draws": draws}, sort_keys=True)) from None
             if failed:
                 unchecked[task] = failed
                 continue
             checked[task] = len(ids)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return _finish(checked, unchecked, worst, task_seeds, chosen, claim, pretrained)
+    return _finish(checked, unchecked, worst, draws, chosen, claim, pretrained)
 
 
 def _rescorable(task: str, results: dict, kinds: tuple[set[str], set[str]]) -> None:
@@ -583,7 +579,7 @@ def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compare
         src = compared_with or f
         if src not in new_rows:
             raise SubmissionError(
-                f"spot check: {task} filter {src} is not produced by the task with the run's own "
+                f"{task}: filter {src} is not produced by the task with the run's own "
                 f"hyper-parameters ({json.dumps(meta, sort_keys=True)}); rejected"
             )
         # lm-eval 0.4.13 logs the chosen documents under their own doc_id; should a version number
@@ -592,12 +588,11 @@ def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compare
         for j, doc in enumerate(ids):
             s, n = sub_rows[f][doc], new_rows[src].get(j if by_pos else doc)
             if n is None:
-                raise SubmissionError(f"spot check: re-scoring returned no row for {task} document {doc}")
+                raise SubmissionError(f"{task}: the re-scoring returned no row for a sampled document")
             if s["doc_hash"] and n["doc_hash"] and s["doc_hash"] != n["doc_hash"]:
                 raise SubmissionError(
-                    f"spot check: {task} document {doc}: doc_hash {str(s['doc_hash'])[:12]} is not the "
-                    f"dataset's ({str(n['doc_hash'])[:12]}) on split {split or 'default'}; rejected"
-                )
+                    f"{task}: a sampled document's doc_hash is not the dataset's on split {split or 'default'}; "
+                    "rejected")
             if len(s["probs"]) != len(n["probs"]):
                 diff = math.inf
             else:
@@ -607,30 +602,25 @@ def _compare(task, filters, sub_rows, new_rows, ids, meta, split, worst, compare
     return worst
 
 
-def _finish(checked, unchecked, worst, task_seeds, chosen, claim, pretrained) -> SpotCheck:
+def _finish(checked, unchecked, worst, draws, chosen, claim, pretrained) -> SpotCheck:
     from .evaluate import PINNED
 
-    # The board's seeds are secret (the draw is fixed per model, task and document set, so a published seed
-    # would publish the sample): only a commitment is stored with the entry; a chosen seed is shown as chosen.
-    draw = {"seed_chosen_by_submitter": bool(chosen)}
-    if chosen:
-        draw["seeds"] = task_seeds
-    else:
-        draw["seed_sha256"] = {t: hashlib.sha256(str(v).encode()).hexdigest()[:16] for t, v in task_seeds.items()}
+    # Each draw is published with the entry (the tag and the documents it selects): it was unpredictable before
+    # the submission (HMAC of the content hash under the board secret), and the next submission is drawn afresh.
     check = {"n_docs": sum(checked.values()), "docs_per_task": checked, "tolerance": TOLERANCE,
-             "forged_share_caught": {"share": FORGED_SHARE, "probability": 1 - MISS_PROB}, **draw,
+             "forged_share_caught": {"share": FORGED_SHARE, "probability": 1 - MISS_PROB},
+             "seed_chosen_by_submitter": bool(chosen), "draws": draws,
              "model": claim, "rescored_with": pretrained, "backend": PINNED["backend"], "dtype": PINNED["dtype"],
              "device": PINNED["device"]}
     if checked:
         check["max_abs_diff"] = worst["diff"]
     if checked and not worst["diff"] <= TOLERANCE:
         raise SpotCheckRejected(
-            f"spot check failed: {worst['task']} (filter {worst['filter']}): the submitted probabilities differ "
-            f"from {claim}'s by {worst['diff']:.3g} (tolerance {TOLERANCE:g}; {check['n_docs']} documents "
-            "re-scored, which ones is not disclosed); the run was not produced by the model its model_args name "
-            "with the settings its task config records. The attempt is recorded; resubmitting draws the same "
-            "documents",
-            detail=json.dumps({"worst": worst, "seeds": task_seeds}, sort_keys=True, default=str),
+            f"spot check failed: {worst['task']}: the submitted probabilities are not {claim}'s with the settings "
+            f"the run's task config records: a re-scored document is outside the tolerance "
+            f"{TOLERANCE:g} ({check['n_docs']} documents re-scored; neither which ones nor how far off is "
+            "disclosed). The attempt is recorded and counts towards the board's cap",
+            detail=json.dumps({"worst": worst, "draws": draws}, sort_keys=True, default=str),
         )
     if unchecked:
         reason = "; ".join(f"{t}: {why}" for t, why in sorted(unchecked.items()))

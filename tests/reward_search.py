@@ -3,7 +3,7 @@ benchmarks/adversary_search.py).
 
 A *world* is a set of groups of K rollouts to one question, drawn from an honest policy that is right with
 probability ``accuracy`` and otherwise gives a wrong guess (its favourite wrong answer 70 % of the time, another
-30 %). An *attack* (tests/answer_grammar.py) rewrites the answer of one rollout per group; the attacked rollout's
+30 %). An *attack* (research/answer_grammar.py) rewrites the answer of one rollout per group; the attacked rollout's
 reward is compared with its honest reward in the same group, every other rollout unchanged. The rewards are the
 real ones: :func:`trainers.train.build_reward_funcs` of the shipped config of each method, called as TRL calls
 them. The pay is split into the correctness term (r_RLVR, or RLCR's/RD's correctness inside their reward) and
@@ -12,6 +12,7 @@ the rest (λ(t)·r_cal for the CSR methods, the format and calibration terms for
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +22,10 @@ from trainers import rewards as R
 from trainers.config import load_config
 from trainers.train import build_reward_funcs
 
-import answer_grammar as G
+from research import answer_grammar as G
 
 #: the checkout whose trainers package is imported (its shipped configs; another one with PYTHONPATH)
-REPO = Path(R.__file__).resolve().parents[1]
+REPO = Path(sys.modules[load_config.__module__].__file__).resolve().parents[1]
 METHODS = ("csr", "csr_likelihood", "csr_spread", "rlvr", "rlcr", "rd")
 ACCURACIES = (0.0, 0.1, 0.3, 0.5)
 QUESTION = "What is the capital of France?"

@@ -63,8 +63,8 @@ def test_classification_aggregations_match_metrics():
     conf, pred, corr = P.max(1), P.argmax(1), (P.argmax(1) == y).astype(float)
     assert get_aggregation("semcal_acc")(items) == pytest.approx(np.mean(pred == y))
     assert get_aggregation("semcal_nll")(items) == pytest.approx(log_loss(y, y_proba=P, labels=range(3)))
-    assert get_aggregation("semcal_ece_uw15")(items) == M.ece(conf, corr, 15)
-    assert get_aggregation("semcal_ece_em15")(items) == M.ece(conf, corr, 15, "mass")
+    assert get_aggregation("semcal_ece_uw15")(items) == M.ece(y_true=corr, y_prob=conf, n_bins=15)
+    assert get_aggregation("semcal_ece_em15")(items) == M.ece(y_true=corr, y_prob=conf, n_bins=15, scheme="mass")
     assert get_aggregation("semcal_auroc_conf")(items) == pytest.approx(roc_auc_score(corr, conf))
     assert get_aggregation("semcal_auroc_class")(items) == pytest.approx(roc_auc_score(y, P, multi_class="ovr"))
     assert get_aggregation("semcal_macro_f1")(items) == M.macro_f1(pred, y, 3)
@@ -72,8 +72,8 @@ def test_classification_aggregations_match_metrics():
     lo = get_aggregation("semcal_ece_uw15_ci_lo")(items)
     hi = get_aggregation("semcal_ece_uw15_ci_hi")(items)
     o = T.canonical_order(R.to_arrays(items))  # documents are resampled in the records' canonical order
-    assert (lo, hi) == M.bootstrap_ci(lambda c, yy: M.ece(c, yy, 15), conf[o], corr[o], n_boot=T.CI_N_BOOT,
-                                      seed=T.CI_SEED)
+    assert (lo, hi) == M.bootstrap_ci(lambda c, yy: M.ece(y_true=yy, y_prob=c, n_bins=15), conf[o], corr[o],
+                                      n_boot=T.CI_N_BOOT, seed=T.CI_SEED)
     with pytest.raises(ValueError, match="soft"):
         A.aggregate("soft_brier", items)
 
@@ -83,8 +83,8 @@ def test_confidence_items_and_kind_errors():
     conf = rng.uniform(size=50)
     corr = (rng.uniform(size=50) < conf).astype(int)
     items = [{"conf": float(c), "correct": int(y), "answer": "x"} for c, y in zip(conf, corr)]
-    assert A.aggregate("aurc", items) == M.aurc(conf, corr)
-    assert A.aggregate("acc_at_10cov", items) == M.acc_at_coverage(conf, corr, 0.1)
+    assert A.aggregate("aurc", items) == M.aurc(y_true=corr, y_prob=conf)
+    assert A.aggregate("acc_at_10cov", items) == M.acc_at_coverage(y_true=corr, y_prob=conf, coverage=0.1)
     assert A.aggregate("brier_conf", items) == pytest.approx(np.mean((conf - corr) ** 2))
     with pytest.raises(ValueError, match="needs classification records"):
         A.aggregate("nll", items)

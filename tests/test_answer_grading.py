@@ -26,7 +26,7 @@ from semcal_eval.qa.judges import get_judge
 from semcal_eval.qa.task import VerbalizedFilter
 from trainers import rewards as R
 
-import answer_grammar as G  # tests/answer_grammar.py (tests/ is on sys.path)
+from research import answer_grammar as G
 
 APOTHEM = "The apothem of a regular polygon is a line segment from the center to the midpoint of one of its sides."
 

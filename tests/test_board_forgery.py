@@ -12,13 +12,13 @@ import random
 import socket
 import threading
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from leaderboards import attempts as attempts_store
 from leaderboards import db as DB
-from leaderboards import names, ranking, spotcheck
+from leaderboards import names, ranking, spotcheck, tolerance
 from leaderboards.errors import SubmissionError
 from leaderboards.recompute import validate_run
 from leaderboards.site import RenderError, md_escape, render
@@ -31,7 +31,7 @@ from test_board_tamper import CLS, N, edit_results, edit_rows, env, honest, reje
 
 
 def test_tolerance_is_the_measured_noise_times_the_margin_and_catches_the_issue_forgery():
-    assert spotcheck.TOLERANCE == spotcheck.MARGIN * spotcheck.MEASURED_MAX["float32"]
+    assert spotcheck.TOLERANCE == tolerance.MARGIN * tolerance.MEASURED_MAX["float32"]
     assert spotcheck.TOLERANCE < 1e-4  # the old 1e-3 was ~400x the measured honest noise
     assert 0.9e-3 > 10 * spotcheck.TOLERANCE  # the issue's "move every p by <= 0.9e-3" is far outside it
     assert DB.DUP_ATOL == spotcheck.TOLERANCE  # what the spot check cannot tell apart is a duplicate
@@ -59,9 +59,10 @@ def test_forgery_within_the_old_tolerance_is_not_a_duplicate_but_a_copy_within_t
 # ---------------------------------------------------------------- the draw
 
 
-def test_a_1e12_change_gets_no_fresh_draw(env):
-    """The seed is a function of (board secret, model, task, document set): a rejected run nudged by 1e-12
-    (a new predictions hash) is re-checked on exactly the same documents."""
+def test_every_submission_gets_a_fresh_draw_only_the_board_can_compute(env):
+    """Issue 34: the draw is HMAC(board secret, content hash, task, document set). A run nudged by 1e-12 (a new
+    predictions hash) gets another, independent draw (re-rolls are capped per weights instead); the same
+    submission always gets the same draw, and another board (secret) another one."""
     a = validate_run(honest(env, "a"))
     items = S.cls_items(N)
     nudged = [{**it, "probs": [p * (1 + 1e-12) for p in it["probs"]]} for it in items]
@@ -70,15 +71,22 @@ def test_a_1e12_change_gets_no_fresh_draw(env):
                                                "prior": S.prior_items(items)}))
     assert a.predictions_hash != b.predictions_hash
     con = DB.connect(env["db"])
-    seeds = [spotcheck.board_seed(con, "semcal:m@rev", CLS, s.entries[0].doc_set_hash) for s in (a, b)]
-    assert seeds[0] == seeds[1]
-    ids = list(range(N))
-    assert spotcheck.sample_doc_ids(ids, seeds[0]) == spotcheck.sample_doc_ids(ids, seeds[1])
-    # another model or document set draws another sample; another board (secret) too
-    assert spotcheck.board_seed(con, "semcal:other@rev", CLS, a.entries[0].doc_set_hash) != seeds[0]
-    assert spotcheck.board_seed(con, "semcal:m@rev", CLS, "0" * 64) != seeds[0]
+    h = a.entries[0].doc_set_hash
+    tag_a = spotcheck.draw_tag(con, a.predictions_hash, CLS, h)
+    assert tag_a == spotcheck.draw_tag(con, a.predictions_hash, CLS, h) and len(tag_a) == 64
+    assert spotcheck.draw_tag(con, b.predictions_hash, CLS, h) != tag_a
+    assert spotcheck.draw_tag(con, a.predictions_hash, CLS, "0" * 64) != tag_a
     other = DB.connect(env["tmp"] / "other.sqlite")
-    assert spotcheck.board_seed(other, "semcal:m@rev", CLS, a.entries[0].doc_set_hash) != seeds[0]
+    assert spotcheck.draw_tag(other, a.predictions_hash, CLS, h) != tag_a
+    # the tag is HMAC-SHA256 under the stored secret (an independent computation with the stdlib)
+    import hashlib
+    import hmac
+    secret = bytes.fromhex(con.execute("SELECT value FROM meta WHERE key = 'spot_check_secret'").fetchone()[0])
+    assert len(secret) * 8 >= 128
+    msg = f"semcal-spot-check-v2\0{a.predictions_hash}\0{CLS}\0{h}".encode()
+    assert hmac.new(secret, msg, hashlib.sha256).hexdigest() == tag_a
+    ids = list(range(N))
+    assert spotcheck.sample_doc_ids(ids, tag_a) == spotcheck.sample_doc_ids(ids, tag_a)
 
 
 def test_a_rejected_attempt_is_recorded(env, capsys, monkeypatch):
@@ -91,7 +99,7 @@ def test_a_rejected_attempt_is_recorded(env, capsys, monkeypatch):
 
     monkeypatch.setattr(spotcheck, "spot_check", forged)
     rejected(capsys, path, "spot check failed")
-    (att,) = spotcheck.attempts(DB.connect(env["db"]))
+    (att,) = attempts_store.attempts(DB.connect(env["db"]))
     assert att["outcome"] == "rejected" and att["model"].startswith("synthetic/model")
     assert att["predictions_hash"] == validate_run(path).predictions_hash and att["at"]
     assert json.loads(att["detail"])["worst"]["doc_id"] == 17
@@ -100,20 +108,24 @@ def test_a_rejected_attempt_is_recorded(env, capsys, monkeypatch):
 
 def test_a_chosen_seed_is_marked_and_never_spot_checked():
     worst = {"diff": 0.0, "task": CLS, "doc_id": 3, "filter": "semsoft"}
-    sc = spotcheck._finish({CLS: 40}, {}, worst, {CLS: 7}, True, "semcal:m", "semcal:m")
+    chosen = {CLS: {"tag": spotcheck.chosen_tag(7), "doc_ids": [3]}}
+    sc = spotcheck._finish({CLS: 40}, {}, worst, chosen, True, "semcal:m", "semcal:m")
     assert sc.tier == "self-reported" and "chosen by the submitter" in sc.verification["reason"]
     assert sc.verification["spot_check"]["seed_chosen_by_submitter"] is True
-    board = spotcheck._finish({CLS: 40}, {}, worst, {CLS: 123456}, False, "semcal:m", "semcal:m")
+    draws = {CLS: {"tag": "ab" * 32, "doc_ids": [3]}}
+    board = spotcheck._finish({CLS: 40}, {}, worst, draws, False, "semcal:m", "semcal:m")
     assert board.tier == "spot-checked"
-    # the board's seed is secret (the draw is fixed per model/task/doc set): only a commitment is stored
-    assert "123456" not in json.dumps(board.verification) and "seed_sha256" in board.verification["spot_check"]
+    # after the draw, the tag and the documents it selects are published for audit (the next draw is fresh)
+    assert board.verification["spot_check"]["draws"] == draws
 
 
 def test_a_failed_check_does_not_disclose_the_sampled_documents():
     worst = {"diff": 0.5, "task": CLS, "doc_id": 31337, "filter": "semsoft"}
     with pytest.raises(spotcheck.SpotCheckRejected) as ex:
-        spotcheck._finish({CLS: 40}, {}, worst, {CLS: 7}, False, "semcal:m", "semcal:m")
-    assert "31337" not in str(ex.value) and "31337" in ex.value.detail
+        spotcheck._finish({CLS: 40}, {}, worst, {CLS: {"tag": "ab" * 32, "doc_ids": [31337]}}, False, "semcal:m",
+                          "semcal:m")
+    # neither the document nor the size of the difference (which would tell a per-document forgery's size)
+    assert "31337" not in str(ex.value) and "0.5" not in str(ex.value) and "31337" in ex.value.detail
 
 
 # ---------------------------------------------------------------- sample size: formula and a randomised attack
@@ -148,7 +160,7 @@ def test_randomised_forgery_catch_rate_matches_the_formula(capsys):
             caught = 0
             for _ in range(trials):
                 forged = set(rng.sample(ids, m))
-                sample = spotcheck.sample_doc_ids(ids, rng.randrange(2**31))
+                sample = spotcheck.sample_doc_ids(ids, "%064x" % rng.getrandbits(256))
                 caught += any(d in forged for d in sample)
             rate, want = caught / trials, 1 - _hypergeom_miss(n, m, k)
             table.append((n, q, k, m, rate, want))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import html.parser
 import http.client
-import inspect
 import json
 import os
 import resource

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from leaderboards import attempts as attempts_store
 from leaderboards import cli, db, evaluate, spotcheck
 from leaderboards.errors import SubmissionError
 
 REPO = Path(__file__).resolve().parents[1]
-LIMIT = 40  # 2 x MIN_FIT_DOCS: fewer makes the cross-fitted rows (constrained_ts / semsoft_ts) refuse the run
+LIMIT = 40  # 2 x MIN_FIT_DOCS: fewer skips the cross-fitted rows (constrained_ts / semsoft_ts) this file re-checks
 TASK = "goemotions_semsoft"
 
 
@@ -109,6 +110,9 @@ def test_honest_submission_passes_the_spot_check(evaluated, tmp_path):
     assert sub["tier"] == "spot-checked"
     sc = sub["verification"]["spot_check"]
     assert sc["seed_chosen_by_submitter"] is False and "seeds" not in sc and sc["tolerance"] == spotcheck.TOLERANCE
+    # published after the draw: the tag and the documents it selects, the content hash, the secret's commitment
+    assert sc["draws"][TASK]["doc_ids"] == spotcheck.sample_doc_ids(list(range(LIMIT)), sc["draws"][TASK]["tag"])
+    assert sc["weights"].startswith("gguf-sha256:") and len(sc["secret_commitment"]) == 64
     assert sc["n_docs"] == LIMIT == spotcheck.sample_size(LIMIT)  # 1 % of 40 is one document: all are re-scored
     assert sc["max_abs_diff"] <= spotcheck.TOLERANCE
     # the semsoft_tuned row was re-scored too, at the configuration its records name
@@ -154,17 +158,19 @@ def test_model_swap_is_rejected_naming_the_worst_document(evaluated, gemma, tmp_
               "--spot-check-seed", "7")
     assert p.returncode == 2, p.stdout + p.stderr[-3000:]
     err = p.stderr.strip().splitlines()[-1]
-    assert err.startswith("error: spot check failed: goemotions_semsoft (filter "), err
+    assert err.startswith("error: spot check failed: goemotions_semsoft: "), err
     assert "semcal:gemma3-270m" in err and f"tolerance {spotcheck.TOLERANCE:g}" in err
-    diff = float(err.split("by ")[1].split()[0])
-    assert diff > 100 * spotcheck.TOLERANCE  # a different model is far outside float noise
+    assert " by " not in err  # the size of the difference is not disclosed (issue 34)
     assert submissions(db_path) == []  # nothing stored
-    # the attempt is recorded, with the worst document the submitter is not told
+    # the attempt is recorded, with the worst document and difference the submitter is not told
     con = db.connect(db_path)
-    (att,) = spotcheck.attempts(con)
+    (att,) = attempts_store.attempts(con)
     con.close()
-    doc = json.loads(att["detail"])["worst"]["doc_id"]
-    assert doc in spotcheck.sample_doc_ids(list(range(LIMIT)), 7 + sum(map(ord, TASK)))
+    worst = json.loads(att["detail"])["worst"]
+    assert worst["diff"] > 100 * spotcheck.TOLERANCE  # a different model is far outside float noise
+    assert worst["doc_id"] in spotcheck.sample_doc_ids(list(range(LIMIT)), spotcheck.chosen_tag(7))
+    assert att["weights"] == "gguf-sha256:" + __import__("semcal_eval.models", fromlist=["CATALOGUE"]).CATALOGUE[
+        "gemma3-270m"].sha256
 
 
 @pytest.mark.slow
@@ -271,11 +277,12 @@ def test_bad_evaluate_arguments_exit_2_with_one_line(tmp_path, capsys, args, nee
 
 def test_spot_check_sample_is_seeded_and_sized():
     ids = list(range(4548))
-    a = spotcheck.sample_doc_ids(ids, 3)
-    assert a == spotcheck.sample_doc_ids(ids, 3) and a != spotcheck.sample_doc_ids(ids, 4)
-    assert len(a) == 432 and set(a) <= set(ids)  # catches a 1 % forgery with 99 % (issue 25)
-    assert len(spotcheck.sample_doc_ids(list(range(300)), 0)) == spotcheck.sample_size(300)
-    assert spotcheck.sample_doc_ids(list(range(12)), 0) == list(range(12))
+    t3, t4 = spotcheck.chosen_tag(3), spotcheck.chosen_tag(4)
+    a = spotcheck.sample_doc_ids(ids, t3)
+    assert a == spotcheck.sample_doc_ids(ids, t3) and a != spotcheck.sample_doc_ids(ids, t4)
+    assert len(a) == 432 and len(set(a)) == 432 and set(a) <= set(ids)  # catches a 1 % forgery with 99 % (issue 25)
+    assert len(spotcheck.sample_doc_ids(list(range(300)), t3)) == spotcheck.sample_size(300)
+    assert spotcheck.sample_doc_ids(list(range(12)), t3) == list(range(12))
 
 
 def test_claimed_model_maps_catalogue_cache_folders(smollm2_path):
@@ -316,13 +323,14 @@ def test_cross_fitted_rows_are_recomputed_from_the_runs_own_rows(evaluated, tmp_
         spotcheck.check_crossfit(next(edited.glob("*/results_*.json")))
 
 
-def test_board_seed_is_secret_per_board_and_stable_per_model_task_docset(tmp_path):
+def test_draw_tag_is_secret_per_board_and_fresh_per_submission(tmp_path):
     a, b = db.connect(tmp_path / "a.sqlite"), db.connect(tmp_path / "b.sqlite")
     try:
-        s1 = spotcheck.board_seed(a, "semcal:m", TASK, "f" * 64)
-        assert spotcheck.board_seed(a, "semcal:m", TASK, "f" * 64) == s1  # a resubmission draws the same documents
-        assert spotcheck.board_seed(a, "semcal:m", TASK, "e" * 64) != s1
-        assert spotcheck.board_seed(b, "semcal:m", TASK, "f" * 64) != s1  # another board's secret: another sample
+        s1 = spotcheck.draw_tag(a, "c" * 64, TASK, "f" * 64)
+        assert spotcheck.draw_tag(a, "c" * 64, TASK, "f" * 64) == s1  # the same submission: the same draw
+        assert spotcheck.draw_tag(a, "d" * 64, TASK, "f" * 64) != s1  # another submission: a fresh draw
+        assert spotcheck.draw_tag(a, "c" * 64, TASK, "e" * 64) != s1
+        assert spotcheck.draw_tag(b, "c" * 64, TASK, "f" * 64) != s1  # another board's secret: another sample
     finally:
         a.close()
         b.close()

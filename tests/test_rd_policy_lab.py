@@ -1,4 +1,4 @@
-"""The policy lab (trainers/policy_lab.py): its designs are the shipped configs, its rewards equal hand computations
+"""The policy lab (research/policy_lab.py): its designs are the shipped configs, its rewards equal hand computations
 of each method's formula on the candidate strings, its trick forms are the grammar's, the trick pay is the
 counterfactual it claims, the post-hoc rows are fitted on questions disjoint from the evaluation's, and a small
 run is reproducible (fast)."""
@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from semcal_eval.qa.grading import grade, same_answer
-from trainers import adversaries as ADV
-from trainers import policy_lab as P
+from research import answer_grammar as G
+from research import policy_lab as P
 from trainers.answer_match import content_set
 from trainers.config import load_config
 
@@ -86,7 +86,7 @@ def test_world_strings_come_from_the_grammar_and_the_grader(world):
         base = gold if m == 0 else f"wrong{q}x{m}"
         if f in P.TRICK_FORMS:
             fi = world.forms.index(f)
-            assert c == ADV.transform(f, base, question, np.random.default_rng([m, fi]), gold=gold)
+            assert c == G.transform(f, base, question, np.random.default_rng([m, fi]), gold=gold)
         # the world's correctness is the grader's on this question's own strings
         assert world.correct[i] == float(grade(c, world.golds[q], question)), c
     assert cands[-1] == "" and world.empty[-1] and world.correct.sum() == 2 + len(P.SURFACE_FORMS)

@@ -1,7 +1,7 @@
 """Issue 22 item 1 / issue 31 item 4, for every reward a policy can optimise: semcal's CSR variants (csr_likelihood,
 csr_spread, with their shipped configs), RD's log score and RLCR's Brier term meet the trick grammar of
-trainers/adversaries.py — padding, lists with the gold, hedges, negations, homoglyphs, translations, the question
-repeated, the empty answer — and a constant confidence.
+research/answer_grammar.py (checks: research/adversaries.py) — padding, lists with the gold, hedges, negations,
+homoglyphs, translations, the question repeated, the empty answer — and a constant confidence.
 
 The rule: no transformation of a wrong answer earns more *correctness* (the strict grader), and no confidence that
 ignores the question beats the honest one. Where a calibration term does pay a trick, the test states the size
@@ -17,7 +17,8 @@ import math
 import numpy as np
 import pytest
 
-from trainers import adversaries as ADV
+from research import adversaries as ADV
+from research import answer_grammar as G
 from trainers.rewards import (
     correctness_reward,
     rd_reward,
@@ -77,7 +78,7 @@ def test_likelihood_spread_score_by_hand():
     assert _cal(comps, "csr_spread") == pytest.approx([4.0, -0.25, -0.25, -1.0, 0.0])
 
 
-@pytest.mark.parametrize("adversary", list(ADV.GRAMMAR))
+@pytest.mark.parametrize("adversary", list(G.GRAMMAR))
 def test_no_trick_pays_under_csr_likelihood(adversary):
     """csr_likelihood reads correctness only: a wrong rollout earns 0 whatever its form, so no trick pays in
     either term, for a policy or for one rollout."""
@@ -90,7 +91,7 @@ def test_no_trick_pays_under_csr_likelihood(adversary):
 
 
 #: tricks that keep a word of the wrong guess (or are the same answer): csr_spread's overlap still charges them
-SPREAD_CHARGED = [n for n in ADV.GRAMMAR if n not in ("translation", "negation")]
+SPREAD_CHARGED = [n for n in G.GRAMMAR if n not in ("translation", "negation")]
 
 
 @pytest.mark.parametrize("adversary", SPREAD_CHARGED)
@@ -136,14 +137,14 @@ def test_empty_answers_under_each_config():
 # ------------------------------------------------------------------------------ RD and RLCR: surface tricks
 
 
-@pytest.mark.parametrize("adversary", list(ADV.GRAMMAR))
+@pytest.mark.parametrize("adversary", list(G.GRAMMAR))
 @pytest.mark.parametrize("method", ["rd", "rlcr"])
 def test_no_trick_on_a_wrong_answer_pays(adversary, method):
     total, wrap = (_rd_total, _rd) if method == "rd" else (_rlcr_total, _rlcr)
     rng = np.random.default_rng(1)
     for wrong in ("Lyon", "New York"):
         base = total(wrap(wrong))
-        got = np.mean([total(wrap(ADV.transform(adversary, wrong, Q, rng, gold=GOLD))) for _ in range(5)])
+        got = np.mean([total(wrap(G.transform(adversary, wrong, Q, rng, gold=GOLD))) for _ in range(5)])
         assert got <= base + 1e-12, (method, adversary, wrong)
 
 
@@ -154,9 +155,9 @@ def test_the_gold_keeps_its_reward_only_in_a_surface_form(method):
     total, wrap = (_rd_total, _rd) if method == "rd" else (_rlcr_total, _rlcr)
     rng = np.random.default_rng(0)
     for name in ("chatter", "hedge", "question_before", "suffix_1", "translation"):
-        assert total(wrap(ADV.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap("Lyon"))), name
-    for name in ADV.SURFACE:
-        assert total(wrap(ADV.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap(GOLD))), name
+        assert total(wrap(G.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap("Lyon"))), name
+    for name in G.SURFACE:
+        assert total(wrap(G.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap(GOLD))), name
     assert total(wrap(GOLD)) > total(wrap("Lyon"))
 
 

@@ -3,7 +3,7 @@
 Two properties, kept apart:
 - **Correctness**: no transformation of a rollout's answer raises its correctness reward above the honest
   answer's, in any method, at 0, 10, 30 and 50 % honest accuracy, K = 8 — hypothesis searches the grammar of
-  tests/answer_grammar.py and must find nothing.
+  research/answer_grammar.py and must find nothing.
 - **Calibration term**: the search reports what a transformation earns through the rest of the reward. The
   paper's BCE rewards a wrong rollout for disagreeing with its group, so scattering wrong answers pays; the
   test checks the search finds that pay (it is documented in docs/TRAINING.md), so the search is not blind.
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import answer_grammar as G  # tests/ is on sys.path
+from research import answer_grammar as G
 import reward_search as S
 
 

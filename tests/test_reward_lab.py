@@ -1,4 +1,4 @@
-"""The reward lab (trainers/reward_lab.py): TRL's advantage (checked against a real GRPOTrainer step's own logged
+"""The reward lab (research/reward_lab.py): TRL's advantage (checked against a real GRPOTrainer step's own logged
 advantages), the designs that carry a method's name = the shipped configs, the lab's rewards = each method's
 formula computed here by hand on the candidate strings, and a small lab run."""
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from semcal_eval.qa.grading import grade, same_answer
-from trainers import reward_lab as L
+from research import reward_lab as L
+from research.categorical import softmax_rows
 from trainers.answer_match import content_set
 from trainers.config import load_config
 
@@ -88,6 +89,29 @@ def test_grpo_advantages_by_hand():
         L.grpo_advantages([[1.0], [0.0], [0.0]], 2)
 
 
+def test_grpo_advantages_are_the_papers_formula():
+    """The GRPO paper's group-relative advantage (Shao et al. 2024, eq. 3), written out in plain loops:
+    A_i = (r_i − mean of the group) / (std of the group + 10⁻⁴), with r_i = Σ_f w_f r_{i,f} and the sample std
+    (Bessel's n − 1, as TRL's nanstd); and, for scale "batch", the std of all the rewards instead."""
+    rng = np.random.default_rng(7)
+    K, G, w = 5, 4, [1.0, 0.25]
+    R = rng.normal(size=(G * K, 2)).tolist()
+    r = [sum(wf * x for wf, x in zip(w, row)) for row in R]
+
+    def std(xs):
+        m = sum(xs) / len(xs)
+        return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+    group, batch = [], []
+    for g in range(G):
+        rs = r[g * K:(g + 1) * K]
+        m = sum(rs) / K
+        group += [(x - m) / (std(rs) + 1e-4) for x in rs]
+        batch += [(x - m) / (std(r) + 1e-4) for x in rs]
+    assert L.grpo_advantages(R, K, w).tolist() == pytest.approx(group, abs=1e-12)
+    assert L.grpo_advantages(R, K, w, scale_rewards="batch").tolist() == pytest.approx(batch, abs=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("aggregation", L.AGGREGATIONS)
 @pytest.mark.parametrize("scale", L.SCALE_MODES)
@@ -161,7 +185,7 @@ def test_world_is_what_the_grader_and_judge_see(world):
     assert world.overlap[q, 4, 6] == 1 and world.overlap[q, 6, 7] == 1 and world.overlap[q, 4, 8] == 0
     assert world.soft[q, 6, 7] == pytest.approx(0.25)  # "w pad…" vs "w pad…": 1 shared token of 4
     assert c[-1] == "" and world.meaning[q, -1] == -1
-    p0 = L._softmax(world.theta0)
+    p0 = softmax_rows(world.theta0)
     assert np.allclose(p0.sum(axis=1), 1) and np.all(p0[:, -1] == pytest.approx(0.03))
 
 

@@ -85,14 +85,16 @@ def _random(n, seed, ties=False):
 @pytest.mark.parametrize("max_rej", [1.0, 0.5])
 def test_prr_equals_polygraph_definition_on_random_data(seed, max_rej):
     conf, correct = _random(57, seed)
-    assert M.prr(conf, correct, max_rej) == pytest.approx(reference_prr(conf, correct, max_rej), abs=1e-12)
+    assert M.prr(y_true=correct, y_prob=conf, max_rejection=max_rej) \
+        == pytest.approx(reference_prr(conf, correct, max_rej), abs=1e-12)
 
 
 def test_prr_oracle_random_and_reversed():
     conf, correct = _random(40, 3)
-    assert M.prr(correct * 0.5 + 0.25, correct) == pytest.approx(1.0)  # the oracle ranking
-    assert M.prr(np.full(40, 0.3), correct) == pytest.approx(0.0, abs=1e-12)  # constant: random order, exactly
-    rev = M.prr(1 - (correct * 0.5 + 0.25), correct)
+    assert M.prr(y_true=correct, y_prob=correct * 0.5 + 0.25) == pytest.approx(1.0)  # the oracle ranking
+    assert M.prr(y_true=correct, y_prob=np.full(40, 0.3)) \
+        == pytest.approx(0.0, abs=1e-12)  # constant: random order, exactly
+    rev = M.prr(y_true=correct, y_prob=1 - (correct * 0.5 + 0.25))
     assert rev < 0 and rev == pytest.approx(reference_prr(1 - correct, correct))
 
 
@@ -101,25 +103,26 @@ def test_prr_with_ties_is_the_tie_averaged_definition():
     correct = np.array([1, 0, 1, 0, 0, 1.0])
     for mr in (1.0, 0.5):
         ref = tie_averaged(lambda c, y: reference_prr(c, y, mr), conf, correct)
-        assert M.prr(conf, correct, mr) == pytest.approx(ref, abs=1e-12)
+        assert M.prr(y_true=correct, y_prob=conf, max_rejection=mr) == pytest.approx(ref, abs=1e-12)
     # and the value does not depend on the input order
     perm = np.random.default_rng(0).permutation(6)
-    assert M.prr(conf[perm], correct[perm]) == pytest.approx(M.prr(conf, correct), abs=1e-15)
+    assert M.prr(y_true=correct[perm], y_prob=conf[perm]) \
+        == pytest.approx(M.prr(y_true=correct, y_prob=conf), abs=1e-15)
 
 
 @pytest.mark.parametrize("y", [1.0, 0.0])
 def test_prr_all_correct_or_all_wrong_is_nan_with_warning(y):
     with pytest.warns(M.SemcalMetricWarning, match="prr undefined"):
-        assert math.isnan(M.prr([0.2, 0.9, 0.5], [y, y, y]))
+        assert math.isnan(M.prr(y_true=[y, y, y], y_prob=[0.2, 0.9, 0.5]))
 
 
 def test_prr_adversaries_cannot_beat_the_oracle():
     """Cheap strategies: a constant, a copy of the base rate, two-level scores; none exceeds 1 or a ranking
     that knows the answers."""
     conf, correct = _random(80, 7)
-    oracle = M.prr(correct, correct)
+    oracle = M.prr(y_true=correct, y_prob=correct)
     for adv in (np.zeros(80), np.ones(80), np.full(80, correct.mean()), (conf > 0.5).astype(float)):
-        assert M.prr(adv, correct) <= oracle + 1e-12
+        assert M.prr(y_true=correct, y_prob=adv) <= oracle + 1e-12
 
 
 # ---------------------------------------------------------------- AUARC, accuracy at coverage, 1-bin ECE
@@ -128,35 +131,38 @@ def test_prr_adversaries_cannot_beat_the_oracle():
 @pytest.mark.parametrize("seed", range(4))
 def test_auarc_matches_definition_and_is_one_minus_aurc(seed):
     conf, correct = _random(63, seed)
-    assert M.auarc(conf, correct) == pytest.approx(reference_auarc(conf, correct), abs=1e-12)
-    assert M.auarc(conf, correct) == pytest.approx(1 - M.aurc(conf, correct), abs=1e-12)
+    assert M.auarc(y_true=correct, y_prob=conf) == pytest.approx(reference_auarc(conf, correct), abs=1e-12)
+    assert M.auarc(y_true=correct, y_prob=conf) == pytest.approx(1 - M.aurc(y_true=correct, y_prob=conf), abs=1e-12)
 
 
 def test_auarc_ties_constant_all_correct_all_wrong():
     conf = np.array([0.7, 0.7, 0.2, 0.7, 0.2, 0.9])
     correct = np.array([1, 0, 0, 1, 1, 0.0])
-    assert M.auarc(conf, correct) == pytest.approx(tie_averaged(reference_auarc, conf, correct), abs=1e-12)
+    assert M.auarc(y_true=correct, y_prob=conf) \
+        == pytest.approx(tie_averaged(reference_auarc, conf, correct), abs=1e-12)
     # constant confidence: every top-k has the expected accuracy = the base rate
-    assert M.auarc(np.full(6, 0.4), correct) == pytest.approx(correct.mean())
-    assert M.auarc(conf, np.ones(6)) == 1.0 and M.auarc(conf, np.zeros(6)) == 0.0
+    assert M.auarc(y_true=correct, y_prob=np.full(6, 0.4)) == pytest.approx(correct.mean())
+    assert M.auarc(y_true=np.ones(6), y_prob=conf) == 1.0 and M.auarc(y_true=np.zeros(6), y_prob=conf) == 0.0
 
 
 @pytest.mark.parametrize("cov", [0.5, 0.8, 0.9])
 def test_acc_at_coverage_matches_definition(cov):
     for seed in range(3):
         conf, correct = _random(41, seed)
-        assert M.acc_at_coverage(conf, correct, cov) == pytest.approx(reference_acc_at(conf, correct, cov))
+        assert M.acc_at_coverage(y_true=correct, y_prob=conf, coverage=cov) \
+            == pytest.approx(reference_acc_at(conf, correct, cov))
     conf = np.array([0.9, 0.9, 0.5, 0.5, 0.1])
     correct = np.array([1, 0, 1, 0, 1.0])
     ref = tie_averaged(lambda c, y: reference_acc_at(c, y, cov), conf, correct)
-    assert M.acc_at_coverage(conf, correct, cov) == pytest.approx(ref, abs=1e-12)
+    assert M.acc_at_coverage(y_true=correct, y_prob=conf, coverage=cov) == pytest.approx(ref, abs=1e-12)
 
 
 def test_ece_1bin():
     conf, correct = _random(50, 2)
-    assert M.ece_1bin(conf, correct) == pytest.approx(abs(np.mean(conf) - np.mean(correct)))
-    assert M.ece_1bin([0.3, 0.7], [0, 1]) == pytest.approx(0.0)  # over- and under-confidence cancel in one bin
-    assert M.ece_1bin(np.ones(4), np.zeros(4)) == 1.0
+    assert M.ece_1bin(y_true=correct, y_prob=conf) == pytest.approx(abs(np.mean(conf) - np.mean(correct)))
+    assert M.ece_1bin(y_true=[0, 1], y_prob=[0.3, 0.7]) \
+        == pytest.approx(0.0)  # over- and under-confidence cancel in one bin
+    assert M.ece_1bin(y_true=np.zeros(4), y_prob=np.ones(4)) == 1.0
 
 
 # ---------------------------------------------------------------- the table rows and their CIs

@@ -54,9 +54,9 @@ def test_semsoft_matches_numpy_reference(semsoft_lm, mode):
     for ctx in PROMPTS[:2]:
         (out,) = semsoft_lm.semsoft([req(ctx, labels, tau=0.2, top_k=100, mode=mode)], disable_tqdm=True)
         ref_sem, ref_base = numpy_reference(semsoft_lm, ctx, labels, 0.2, 100, mode)
-        np.testing.assert_allclose(out.semsoft["0.2"], ref_sem, atol=2e-5)
+        np.testing.assert_allclose(out.semsoft[0.2], ref_sem, atol=2e-5)
         np.testing.assert_allclose(out.baseline, ref_base, atol=2e-5)
-        assert not out.fallback["0.2"]
+        assert not out.fallback[0.2]
         assert 0 < out.topk_mass <= 1
 
 
@@ -78,8 +78,7 @@ def test_tau_sweep_from_one_pass_equals_separate_runs(semsoft_lm):
     (swept,) = semsoft_lm.semsoft([req(PROMPTS[0], tau=taus)], disable_tqdm=True)
     for t in taus:
         (single,) = semsoft_lm.semsoft([req(PROMPTS[0], tau=t)], disable_tqdm=True)
-        key = f"{t:g}"
-        np.testing.assert_allclose(swept.semsoft[key], single.semsoft[key], atol=1e-6)
+        np.testing.assert_allclose(swept.semsoft[t], single.semsoft[t], atol=1e-6)
         np.testing.assert_allclose(swept.baseline, single.baseline, atol=1e-6)
 
 
@@ -89,7 +88,7 @@ def test_batched_equals_one_by_one(semsoft_lm):
     batched = semsoft_lm.semsoft([req(p, doc_id=i) for i, p in enumerate(PROMPTS)], disable_tqdm=True)
     for i, p in enumerate(PROMPTS):
         (one,) = semsoft_lm.semsoft([req(p, doc_id=i)], disable_tqdm=True)
-        np.testing.assert_allclose(batched[i].semsoft["0.2"], one.semsoft["0.2"], atol=1e-5)
+        np.testing.assert_allclose(batched[i].semsoft[0.2], one.semsoft[0.2], atol=1e-5)
         np.testing.assert_allclose(batched[i].baseline, one.baseline, atol=1e-5)
     assert semsoft_lm.batch_size == semsoft_lm_bs
 
@@ -206,6 +205,7 @@ def test_request_and_response_are_typed_with_defaults_in_one_place(semsoft_lm):
     (resp,) = semsoft_lm.semsoft([Instance("semsoft", {}, (PROMPTS[0], request.to_dict()), 0)], disable_tqdm=True)
     assert isinstance(resp, SemSoftResponse)  # parsed once, in the backend
     r = SemSoftResponse.from_dict(resp.to_dict())  # the logged form reads back to the same response
-    assert r == resp and r.probs("semsoft", p.tau) == resp.semsoft["0.2"]
+    assert r == resp and r.probs("semsoft", p.tau) == resp.semsoft[0.2]
+    assert set(resp.to_dict()["semsoft"]) == {"0.2"}  # typed float keys in memory, strings only in the JSON
     with pytest.raises(SemSoftError, match="was not computed"):
         r.probs("semsoft", 0.35)

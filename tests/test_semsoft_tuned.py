@@ -16,10 +16,11 @@ from semcal_eval.semsoft.spec import SemSoftParams, SemSoftRequest, SemSoftRespo
 
 L = 4
 GRID = {"taus": [0.0, 0.2], "top_k": [10, 50], "label_embeddings": ["first", "mean"]}
-KEYS = tuning.grid_keys(GRID)
+KEYS = tuning.grid_points(GRID)
+G = tuning.GridPoint
 
 
-def _doc_rows(n, seed, informative="mean/k50/tau0.2"):
+def _doc_rows(n, seed, informative=G("mean", 50, 0.2)):
     """n documents' (grid, baseline, gold): one configuration puts 60% on the gold, the others are noisier."""
     rng = np.random.default_rng(seed)
     gold = rng.integers(0, L, n)
@@ -52,7 +53,7 @@ def test_select_is_the_guarded_argmin_of_the_proper_score(by):
         score = log_loss(gold, P, labels=range(L)) if by == "nll" else _brier(np.array(gold), P)
         ref[k] = (score, f1_score(gold, P.argmax(1), average="macro", labels=range(L)))
     ok = [k for k in KEYS if ref[k][1] >= f1_base - 1e-12]
-    assert c.key == min(ok or KEYS, key=lambda k: ref[k][0]) == "mean/k50/tau0.2"
+    assert c.key == min(ok or KEYS, key=lambda k: ref[k][0]) == G("mean", 50, 0.2)
     assert c.criterion == {"nll": "nll", "brier": "brier_mc"}[by] and c.n_tune == 60 and c.guard
     for k in KEYS:
         assert c.table[k][0] == pytest.approx(ref[k][0], rel=1e-6)
@@ -67,21 +68,21 @@ def test_select_guard_excludes_configurations_that_lose_macro_f1():
     flat = [[0.25] * L for _ in gold]
     sharp = [(0.5 * np.eye(L)[y] + 0.5 * rng.dirichlet(np.ones(L) * 0.2)).tolist() if i % 3 else
              np.roll(np.eye(L)[y] * 0.96 + 0.01, 1).tolist() for i, y in enumerate(gold)]
-    grids = [{"a/k1/tau0": f, "b/k1/tau0": s} for f, s in zip(flat, sharp)]
+    grids = [{G("a", 1, 0.0): f, G("b", 1, 0.0): s} for f, s in zip(flat, sharp)]
     base = [(0.1 * np.eye(L)[y] + 0.9 * rng.dirichlet(np.ones(L))).tolist() for y in gold]
     c = tuning.select(grids, base, list(gold), by="nll")
     assert log_loss(gold, flat, labels=range(L)) < log_loss(gold, sharp, labels=range(L))
-    assert c.key == "b/k1/tau0" and c.guard
-    assert tuning.select(grids, base, list(gold), keys=["a/k1/tau0"], by="nll").guard is False
+    assert c.key == G("b", 1, 0.0) and c.guard
+    assert tuning.select(grids, base, list(gold), keys=[G("a", 1, 0.0)], by="nll").guard is False
 
 
 @pytest.mark.parametrize("by", ["brier", "nll"])
 def test_soft_targets_choose_by_the_soft_score_without_the_guard(by):
     rng = np.random.default_rng(1)
     t = rng.uniform(0.2, 0.8, 50)
-    grids = [{"first/k10/tau0": [1 - x, x], "first/k10/tau0.2": [0.5, 0.5]} for x in t]
+    grids = [{G("first", 10, 0.0): [1 - x, x], G("first", 10, 0.2): [0.5, 0.5]} for x in t]
     c = tuning.select(grids, [[0.5, 0.5]] * 50, [int(x >= 0.5) for x in t], list(t), by=by)
-    assert c.criterion == f"soft_{by}" and c.key == "first/k10/tau0"
+    assert c.criterion == f"soft_{by}" and c.key == G("first", 10, 0.0)
     with pytest.raises(SemSoftError, match="tune_by"):
         tuning.select(grids, [[0.5, 0.5]] * 50, [0] * 50, list(t), by="ece")
 
@@ -110,7 +111,7 @@ def _resps(rows):
 
 
 def test_validation_tuned_row_never_reads_the_reported_labels():
-    evaluated, tune = _doc_rows(40, 5), _doc_rows(30, 6, informative="first/k10/tau0")
+    evaluated, tune = _doc_rows(40, 5), _doc_rows(30, 6, informative=G("first", 10, 0.0))
     resps, docs = _resps(evaluated)
     t_rows = ([-1 - i for i in range(30)], tune)
     golds = {i: r[2] for i, r in enumerate(evaluated)}
@@ -118,9 +119,9 @@ def test_validation_tuned_row_never_reads_the_reported_labels():
     scrambled = {i: (g + 1 + i) % L for i, g in golds.items()}
     assert SemSoftTuned(_View(scrambled, t_rows)).apply(resps, docs) == out
     assert {o.tuned["tuned_on"] for o in out} == {"validation"} and out[0].tuned["tuned_embedding"] == "first"
-    assert all(list(o.probs) == r[0]["first/k10/tau0"] for o, r in zip(out, evaluated))
+    assert all(list(o.probs) == r[0][G("first", 10, 0.0)] for o, r in zip(out, evaluated))
     # the test has power: the tuning documents' own labels do move the choice
-    moved = ([-1 - i for i in range(30)], _doc_rows(30, 6, informative="mean/k50/tau0.2"))
+    moved = ([-1 - i for i in range(30)], _doc_rows(30, 6, informative=G("mean", 50, 0.2)))
     assert SemSoftTuned(_View(golds, moved)).apply(resps, docs)[0].tuned["tuned_embedding"] == "mean"
 
 
@@ -136,7 +137,7 @@ def test_crossfit_fold_never_reads_its_own_labels():
         # the other fold's (tuned on fold f) do
         scrambled = dict(golds)
         for i in range(f, 60, 2):
-            scrambled[i] = int(np.argmax(rows[i][0]["first/k10/tau0"]))
+            scrambled[i] = int(np.argmax(rows[i][0][G("first", 10, 0.0)]))
         again = SemSoftTuned(_View(scrambled)).apply(resps, docs)
         assert [again[i] for i in range(f, 60, 2)] == [out[i] for i in range(f, 60, 2)]
         assert any(again[i] != out[i] for i in range(1 - f, 60, 2))
@@ -160,9 +161,9 @@ def test_too_few_documents_and_bad_grids_are_clear_errors():
             SemSoftParams.from_metadata(meta)
     req = SemSoftRequest(("a", "b"), (0.2,), 10, "first", SemSoftParams().grid)
     with pytest.raises(SemSoftError, match="outside"):
-        req.validate(vocab_size=100)  # the grid's K = 500 exceeds this vocabulary
-    assert tuning.parse_key(tuning.config_key("mean", 50, 0.1)) == {"label_embedding": "mean", "top_k": 50,
-                                                                   "tau": 0.1}
+        req.check_vocab(vocab_size=100)  # the grid's K = 500 exceeds this vocabulary
+    point = tuning.GridPoint("mean", 50, 0.1)  # typed grid keys: read by attribute, shown by str()
+    assert (point.label_embedding, point.top_k, point.tau, str(point)) == ("mean", 50, 0.1, "mean/k50/tau0.1")
 
 
 def test_backend_grid_equals_the_main_rows_at_the_same_configuration(semsoft_lm):
@@ -179,9 +180,10 @@ def test_backend_grid_equals_the_main_rows_at_the_same_configuration(semsoft_lm)
         return semsoft_lm.semsoft([inst], disable_tqdm=True)[0]
 
     a, b = ask(0.2, 100, "first"), ask(0.1, 50, "mean")
-    assert set(a.grid) == set(tuning.grid_keys(grid))
-    np.testing.assert_allclose(a.grid["first/k100/tau0.2"], a.semsoft["0.2"], atol=1e-6)
-    np.testing.assert_allclose(a.grid["mean/k50/tau0.1"], b.semsoft["0.1"], atol=1e-6)
+    assert set(a.grid) == set(tuning.grid_points(grid))
+    G = tuning.GridPoint
+    np.testing.assert_allclose(a.grid[G("first", 100, 0.2)], a.semsoft[0.2], atol=1e-6)
+    np.testing.assert_allclose(a.grid[G("mean", 50, 0.1)], b.semsoft[0.1], atol=1e-6)
     assert a.grid == b.grid
 
 

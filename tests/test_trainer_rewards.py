@@ -184,7 +184,7 @@ def test_calibration_collapse_modes():
 def _group_advantages(comps, golds, lam, old=False, K=None, **opts):
     """Advantages of one group under r_RLVR + λ·r_cal: the design before the lab (group scaling) or the given
     options (default: the paper's reward) with csr.yaml's scaling (none)."""
-    from trainers.reward_lab import grpo_advantages
+    from research.advantages import grpo_advantages
 
     K = K or len(comps)
     c = cols(golds, k=len(comps))
@@ -407,7 +407,7 @@ def _rollout_batch():
 def _trainer_advantages(cfg, step, max_steps=500):
     """Advantages as the real trainer forms them: build_reward_funcs' functions and weights, the config's
     scale_rewards, TRL's trainer state at ``step``."""
-    from trainers.reward_lab import grpo_advantages
+    from research.advantages import grpo_advantages
     from trainers.train import build_reward_funcs
 
     funcs, weights = build_reward_funcs(cfg)
@@ -610,7 +610,7 @@ def test_csr_reward_is_the_papers():
     own defaults are the same; the shipped designs of both labs are csr.yaml's."""
     import inspect
 
-    from trainers import policy_lab, reward_lab
+    from research import policy_lab, reward_lab
     from trainers.rewards import CSR_METHODS
 
     for cfg in (tcfg.load_config(None), tcfg.load_config(ROOT / "trainers/configs/csr.yaml")):

@@ -203,19 +203,27 @@ def test_crossfit_rows_are_fitted_on_all_documents(runs):
     assert all(len(t) == 1 for t in temps.values()), "one temperature per fold, shared by both ranks"
 
 
-def test_too_few_documents_fail_on_every_rank_before_the_model_runs(data_dir):
-    """The check counts the run's documents, not the rank's shard (41 in all, 20 or 21 per rank)."""
+def test_too_few_documents_skip_the_crossfit_rows_on_every_rank_before_the_model_runs(data_dir, caplog):
+    """The count is the run's documents, not the rank's shard (41 in all, 20 or 21 per rank): with 39 every rank
+    says in one line, before the model pass, that the cross-fitted rows are skipped (issue 32 item 8)."""
+    import logging
+
     from lm_eval.tasks import TaskManager
 
     from semcal_eval import TASKS_DIR
-    from semcal_eval.semsoft.scoring import SemSoftError
 
     meta = {"split": "validation"}
     task = TaskManager(include_path=str(TASKS_DIR), metadata=meta).load(["goemotions_semsoft"])["tasks"]["goemotions_semsoft"]
     for rank in (0, 1):
-        with pytest.raises(SemSoftError, match="needs at least 40 documents"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="semcal_eval.semsoft.task"):
             task.build_all_requests(limit=39, rank=rank, world_size=2)
-    task.build_all_requests(limit=41, rank=1, world_size=2)  # 20 on this rank, 41 in the run: fine
+        lines = [r.getMessage() for r in caplog.records if r.name == "semcal_eval.semsoft.task"]
+        assert len(lines) == 1 and "constrained_ts, semsoft_ts skipped" in lines[0] and "got 39" in lines[0], lines
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="semcal_eval.semsoft.task"):
+        task.build_all_requests(limit=41, rank=1, world_size=2)  # 20 on this rank, 41 in the run: fine
+    assert not [r for r in caplog.records if r.name == "semcal_eval.semsoft.task"]
     tune = task.tuning_instances
     assert len(task.instances) == 20 + len(tune) and task.instances[20:] == tune
     assert {i.doc_id for i in task.instances[:20]} == set(range(1, 41, 2))

@@ -7,5 +7,8 @@
 - :mod:`trainers.pipeline`: evaluate with the QA tasks, submit to the leaderboard
 - :mod:`trainers.cli`: ``semcal-train`` / ``semcal-eval train``
 
+The reward and policy labs, the answer grammar and the adversary checks are research code, not part of this
+package: the top-level ``research/`` folder (not shipped).
+
 See docs/TRAINING.md.
 """

@@ -88,7 +88,7 @@ def agreement_targets(question: str, golds: list[str], greedy: str, samples: lis
     answers = [R.extract_answer(greedy)] + [R.extract_answer(s) for s in samples]
     if not answers[0].strip():
         return 0, len(samples)
-    A = qa.agreement_matrix(question, answers, R._judge(judge, judge_kwargs))
+    A = qa.agreement_matrix(question, answers, R.agreement_judge(judge, judge_kwargs))
     return int(A[0, 1:].sum()), len(samples)
 
 
@@ -133,14 +133,14 @@ def target_report(confidence: Any, correct: Any) -> dict:
     >>> (r["base_rate"], r["std"], r["distinct"], r["ece"])
     (0.25, 0.0, 1, 0.25)
     """
-    from semcal_eval.core.metrics import ece_uw10
+    from semcal_eval.core.metrics import calibration_error
 
     c = np.asarray(confidence, dtype=float)
     y = np.asarray(correct, dtype=float)
     if c.shape != y.shape or c.ndim != 1 or not len(c):
         raise ValueError(f"target_report needs one confidence and one 0/1 label per question, got {c.shape} and {y.shape}")
     return {"n": int(len(c)), "base_rate": float(y.mean()), "mean": float(c.mean()), "std": float(c.std()),
-            "distinct": int(len(np.unique(np.round(c, 9)))), "ece": float(ece_uw10(conf=c, correct=y))}
+            "distinct": int(len(np.unique(np.round(c, 9)))), "ece": calibration_error(y_true=y, y_prob=c, n_bins=10)}
 
 
 def _describe(name: str, r: dict) -> str:

@@ -13,7 +13,7 @@ from semcal_eval.core.records import CLASSIFICATION, CONFIDENCE
 
 from ..ranking import RANKED, TIERS, coverage_of, tier_of
 from .rows import (COLUMNS, TIER_LABEL, TIER_MEANING, _ci, _coverage, _doc_set, _flags, _fmt, _label, _text,
-                   _verification, entry_slug)
+                   _verification, entry_slug, public)
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -199,15 +199,56 @@ def _date_text(v) -> str:
     return "" if v is None else str(v)
 
 
-def _prov_html(prov) -> str:
-    prov = prov if isinstance(prov, dict) else {"results file": None}
+def _spot_check_text(sc: dict) -> str:
+    if not isinstance(sc, dict) or not sc:
+        return ""
+    per = sc.get("docs_per_task") if isinstance(sc.get("docs_per_task"), dict) else {}
+    out = f"{sc.get('n_docs', '?')} documents re-scored" + (
+        " (" + ", ".join(f"{t}: {n}" for t, n in sorted(per.items())) + ")" if per else "")
+    if sc.get("tolerance") is not None:
+        out += f"; tolerance max |Δp| ≤ {_text(sc.get('tolerance'))}"
+    if sc.get("max_abs_diff") is not None:
+        out += f"; largest difference {float(sc['max_abs_diff']):.2g}"
+    if sc.get("max_attempts") is not None:
+        out += (f"; {sc.get('rejected_attempts_before', 0)} rejected attempt(s) of these weights before this one "
+                f"(cap {sc['max_attempts']})")
+    if sc.get("seed_chosen_by_submitter"):
+        out += "; sample chosen by the submitter"
+    return out
+
+
+def _config_text(cfg) -> str:
+    if not isinstance(cfg, dict) or not cfg:
+        return ""
+    return "; ".join(f"{k}: {_text(v)}" for k, v in sorted(cfg.items()))
+
+
+def _prov_html(r: dict) -> str:
+    """The entry's provenance as a small two-column table (issue 34): what was run, on which weights, how the
+    board checked it. Paths are cut to their last component (:func:`public`); nothing of the board's machine."""
+    prov = r.get("provenance") if isinstance(r.get("provenance"), dict) else {}
     cfg = prov.get("config") if isinstance(prov.get("config"), dict) else {}
-    seeds = {k: cfg.get(k) for k in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed") if k in cfg}
+    ver = _verification(r)
+    sc = ver.get("spot_check") if isinstance(ver.get("spot_check"), dict) else {}
+    settings = ver.get("settings") if isinstance(ver.get("settings"), dict) else {}
+    seeds = ", ".join(f"{k} {cfg[k]}" for k in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed") if k in cfg)
+    tuned = ver.get("tuned_configuration")
+    draws = sc.get("draws") if isinstance(sc.get("draws"), dict) else {}
     items = [
-        ("model", cfg.get("model")),
+        ("model", f"{r.get('model_name', '')}" + (f" ({r['model_id']})" if r.get("model_id") else "")),
+        ("weights", sc.get("weights") or (f"revision {r['revision']}" if r.get("revision") else "")),
+        ("dtype", sc.get("dtype") or settings.get("dtype") or cfg.get("model_dtype")),
+        ("backend", sc.get("backend") or settings.get("backend") or cfg.get("model")),
+        ("device", sc.get("device") or settings.get("device") or cfg.get("device")),
+        ("tuned configuration", _config_text(tuned) if isinstance(tuned, dict) else tuned),
+        ("spot check", _spot_check_text(sc)),
+        ("draw", ("content sha256 " + str(sc.get("content_hash", "")) + "; board secret commitment "
+                  + str(sc.get("secret_commitment", "")) + "; " + "; ".join(
+                      f"{t}: tag {d.get('tag', '')}" for t, d in sorted(draws.items()) if isinstance(d, dict)))
+         if draws and sc.get("content_hash") else ""),
+        ("not checked because", ver.get("reason")),
         ("model args", cfg.get("model_args")),
         ("parameters", cfg.get("model_num_parameters")),
-        ("dtype", cfg.get("model_dtype")),
         ("lm-eval version", prov.get("lm_eval_version")),
         ("transformers version", prov.get("transformers_version")),
         ("git hash", prov.get("git_hash")),
@@ -215,20 +256,19 @@ def _prov_html(prov) -> str:
         ("seeds", seeds),
         ("limit", cfg.get("limit")),
         ("batch size", cfg.get("batch_size")),
-        ("device", cfg.get("device")),
-        ("results file", prov.get("results_file")),
     ]
-    return "<dl class=\"prov\">" + "".join(f"<dt>{e(k)}</dt><dd>{e(_text(v))}</dd>" for k, v in items) + "</dl>"
+    body = "".join(f"<tr><th scope=\"row\">{e(k)}</th><td>{e(_text(public(v)))}</td></tr>"
+                   for k, v in items if v not in (None, "", {}, []))
+    doc_ids = "".join(f"<li>{e(t)}: {e(' '.join(map(str, d.get('doc_ids', []))))}</li>"
+                      for t, d in sorted(draws.items()) if isinstance(d, dict))
+    extra = (f"<details><summary>Documents the draw selected</summary><ul>{doc_ids}</ul></details>"
+             if doc_ids else "")
+    return f"<table id=\"provenance\" class=\"prov\"><tbody>{body}</tbody></table>{extra}"
 
 
 def _tier_html(r: dict) -> str:
     t = tier_of(r)
-    ver = _verification(r)
-    out = (f"<p id=\"tier\" class=\"tier tier-{t}\">Tier: <b>{e(TIER_LABEL[t])}</b>: {e(TIER_MEANING[t])}.</p>")
-    if ver:
-        out += ("<dl class=\"prov verification\">"
-                + "".join(f"<dt>{e(k)}</dt><dd>{e(_text(v))}</dd>" for k, v in ver.items()) + "</dl>")
-    return out
+    return f"<p id=\"tier\" class=\"tier tier-{t}\">Tier: <b>{e(TIER_LABEL[t])}</b>: {e(TIER_MEANING[t])}.</p>"
 
 
 def _coverage_html(r: dict) -> str:
@@ -249,22 +289,19 @@ def _entry_page(slug: str, rows: list[dict], pngs: dict[int, str]) -> str:
         _coverage_html(r0),
         f"<p>Task version {e(r0['task_version'])}; documents: {e(_coverage(r0))}; submitted {e(r0['submitted_at'])}; "
         f"content sha256 <code>{e(r0['content_hash'])}</code>.</p>",
-        f"<table id=\"entry\"><thead><tr>{_header()}</tr></thead><tbody>",
+        "<div class=\"scroll\"><table id=\"entry\"><thead><tr><th>Reliability diagram</th>" + _header()
+        + "</tr></thead><tbody>",
     ]
-    for r in rows:
-        parts.append(f"<tr>{_row_cells(r, prefix='../')}</tr>")
-    parts.append("</tbody></table><h2>Reliability diagrams</h2><div class=\"diagrams\">")
-    for r in rows:
+    for r in rows:  # each row's reliability diagram beside it
         png = pngs[r["entry_id"]]
         parts.append(
-            f"<figure><img class=\"reliability\" src=\"{png}\" alt=\"reliability diagram, {e(r['filter'])}\" "
-            f"width=\"360\"><figcaption>{e(r['filter'])}: ECE {_fmt(r['board']['ece'])}, "
-            f"{r['board']['n_bins']} bins</figcaption></figure>"
-        )
-    parts.append("</div><h2>Reported vs recomputed</h2><table><thead><tr><th>Scoring</th><th>Metric</th>"
+            f"<tr><td class=\"diagram\"><img class=\"reliability\" src=\"{png}\" "
+            f"alt=\"reliability diagram, {e(r['filter'])}: ECE {_fmt(r['board']['ece'])}, "
+            f"{r['board']['n_bins']} bins\" width=\"180\"></td>{_row_cells(r, prefix='../')}</tr>")
+    parts.append("</tbody></table></div><h2>Reported vs recomputed</h2><table><thead><tr><th>Scoring</th><th>Metric</th>"
                  "<th>Reported = recomputed</th></tr></thead><tbody>")
     for r in rows:
         for m, v in sorted(r["reported"].items()):
             parts.append(f"<tr><td>{e(r['filter'])}</td><td>{e(m)}</td><td class=\"num\">{_fmt(v, 6)}</td></tr>")
-    parts.append("</tbody></table><h2>Provenance</h2>" + _prov_html(r0["provenance"]))
+    parts.append("</tbody></table><h2>Provenance</h2>" + _prov_html(r0))
     return _page(f"{r0['model_name']} – {r0['task']}", "\n".join(parts), prefix="../")

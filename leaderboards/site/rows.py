@@ -22,7 +22,7 @@ _LABEL = {"ece": "ECE", "brier": "Brier", "nll": "NLL", "auroc": "AUROC", "acc":
 TIER_LABEL = {"verified": "verified", "spot-checked": "spot-checked", "self-reported": "self-reported, unverified"}
 TIER_MEANING = {
     "verified": "the board ran the evaluation itself, with pinned settings (board evaluate)",
-    "spot-checked": "a seeded random sample of documents was re-scored with the named model and agreed "
+    "spot-checked": "a random sample of documents, drawn after submission with a board secret, was re-scored with the named model and agreed "
                     "within the stated tolerance",
     "self-reported": "every number is recomputed from the submitted logs, but the probabilities themselves "
                      "were not checked against the model",
@@ -92,6 +92,26 @@ def _text(v) -> str:
     if v is None or isinstance(v, str):
         return v or ""
     return json.dumps(v, ensure_ascii=False, default=str)
+
+
+_PATH_RE = None
+
+
+def public(v):
+    """``v`` with every absolute or home-relative file path cut to its last component (``…/name``): the board's
+    own paths (its model cache, work folders) and a submitter's never reach the site (issue 34)."""
+    global _PATH_RE
+    import re
+
+    if _PATH_RE is None:
+        _PATH_RE = re.compile(r"(?<![\w.:/])(?:~|[A-Za-z]:)?(?:[/\\][^\s,;'\"=/\\]+)+[/\\]([^\s,;'\"=/\\]*)")
+    if isinstance(v, str):
+        return _PATH_RE.sub(lambda m: "…/" + m.group(1), v)
+    if isinstance(v, dict):
+        return {k: public(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [public(x) for x in v]
+    return v
 
 
 def _verification(r: dict) -> dict:

@@ -9,7 +9,7 @@
 4. **records** (:mod:`.records`): one canonical record per (filter, document), streamed, read by
    :func:`semcal_eval.runs.row_record`;
 5. **metrics** (:mod:`.metrics`): each reported aggregate recomputes from the records;
-6. **tier** (:mod:`leaderboards.spotcheck`): a seeded sample re-scored with the model the run names gives
+6. **tier** (:mod:`leaderboards.spotcheck`): a secret HMAC-drawn sample re-scored with the model the run names gives
    ``spot-checked``, else ``self-reported`` with the reason (run by ``board submit`` after the others).
 
 :func:`leaderboards.recompute.validate_run` runs stages 1-5 and builds the board's rows from their outputs.

@@ -14,6 +14,12 @@ from .shape import MAX_DOCS
 #: Plausible Unix times for provenance ``date`` (1970 .. 2100).
 MAX_DATE = 4102444800.0
 MAX_PROVENANCE_DEPTH = 8
+#: Bounds of the free-form provenance (issue 34: a 30 MB config of 7,600 keys made a 244 MB board.json).
+#: lm-eval writes about 20 config keys; a task map has one key per task (64 tasks at most per run).
+MAX_CONFIG_KEYS = 64
+MAX_CONFIG_BYTES = 16 * 1024
+MAX_MAP_KEYS = 128
+MAX_PROVENANCE_BYTES = 32 * 1024
 _PROV_STR = ("git_hash", "lm_eval_version", "transformers_version", "model_name", "model_source",
              "chat_template_sha", "system_instruction_sha")
 
@@ -95,22 +101,33 @@ def provenance(results: dict, config: dict, where: str) -> dict:
         v = results.get(k)
         if v is None:
             continue
-        if not isinstance(v, dict) or not all(
-            isinstance(x, str) and isinstance(y, (str, int)) and not isinstance(y, bool) and len(str(y)) <= 200
-            for x, y in v.items()
+        if not isinstance(v, dict) or len(v) > MAX_MAP_KEYS or not all(
+            isinstance(x, str) and len(x) <= 200 and isinstance(y, (str, int)) and not isinstance(y, bool)
+            and len(str(y)) <= 200 for x, y in v.items()
         ):
-            raise SubmissionError(f"{where}: provenance {k!r} must map task names to short strings or integers")
+            raise SubmissionError(f"{where}: provenance {k!r} must map at most {MAX_MAP_KEYS} task names to short "
+                                  "strings or integers")
         out[k] = v
     out["config"] = run_config(config, where)
+    size = len(canonical(out))
+    if size > MAX_PROVENANCE_BYTES:
+        raise SubmissionError(f"{where}: the run's provenance is {size} bytes of JSON; the board keeps at most "
+                              f"{MAX_PROVENANCE_BYTES} (lm-eval writes a few KiB)")
     return out
 
 
 def run_config(config: dict, where: str) -> dict:
-    """The run's ``config`` as stored: string keys only; finite numbers, short text, shallow small JSON."""
+    """The run's ``config`` as stored: string keys only; finite numbers, short text, shallow small JSON; at most
+    MAX_CONFIG_KEYS keys (of at most 200 characters) and MAX_CONFIG_BYTES of JSON in all."""
+    if len(config) > MAX_CONFIG_KEYS:
+        raise SubmissionError(f"{where}: config has {len(config)} keys; the board keeps at most {MAX_CONFIG_KEYS} "
+                              "(lm-eval writes about 20): submit lm-eval's own results file")
     cfg = {}
     for k, v in config.items():
         if not isinstance(k, str):
             continue
+        if len(k) > 200:
+            raise SubmissionError(f"{where}: a config key of {len(k)} characters; at most 200")
         if isinstance(v, float) and not math.isfinite(v):
             raise SubmissionError(f"{where}: config.{k} is {v}; a finite number or a string is expected")
         if isinstance(v, (dict, list)) and _depth(v) > MAX_PROVENANCE_DEPTH:
@@ -123,4 +140,7 @@ def run_config(config: dict, where: str) -> dict:
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**62:
             raise SubmissionError(f"{where}: config.{k} {str(v)[:30]} is out of range")
         cfg[k] = v
+    size = len(canonical(cfg))
+    if size > MAX_CONFIG_BYTES:
+        raise SubmissionError(f"{where}: config is {size} bytes of JSON; the board keeps at most {MAX_CONFIG_BYTES}")
     return cfg

@@ -19,7 +19,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from semcal_eval.core import crossfit
 from semcal_eval.core import metric_table as T
+from semcal_eval.core.recalibration import MIN_FIT_DOCS
 from semcal_eval.core.records import CLASSIFICATION, check_record
 from semcal_eval.runs import REF_PREFIX, RunError, iter_samples, row_record
 
@@ -59,6 +61,8 @@ def read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effectiv
             raise SubmissionError(f"{sp}:{prev + 1}: blank line; lm-eval writes one JSON object per line, submit "
                                   "its unedited samples file")
         prev = line
+        if skipped_row(r, at, spec, reported, effective):
+            continue
         doc_id, f, flt = row_key(r, at, task, spec, reported, effective, filters)
         check_document(r, doc_id, docs, task, at, hashes)
         holder, rec = record_of(r, at, f, reported[f])
@@ -69,6 +73,22 @@ def read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effectiv
         flt.lines[doc_id] = line
     _no_trailing_blank_lines(sp, prev)
     return filters
+
+
+def skipped_row(r: dict, at: str, spec: TaskSpec, reported: dict[str, dict], effective: int) -> bool:
+    """True for a row a semcal filter skipped on a short run (:class:`semcal_eval.semsoft.filters.SkippedRow`):
+    no metric logged, a declared filter the results do not report, and a run too short for a cross-fit
+    (:func:`semcal_eval.core.crossfit.skip_reason`, the one reason a semcal row is skipped). Such a row holds
+    nothing to recompute. A skip on a run long enough to fit is refused; any other row goes to :func:`row_key`."""
+    f = r.get("filter")
+    if r.get("metrics") != [] or not isinstance(f, str) or f in reported:
+        return False
+    if spec.filters and f not in spec.filters:
+        return False  # row_key names the undeclared filter
+    if crossfit.skip_reason(effective, MIN_FIT_DOCS) is None:
+        raise SubmissionError(f"{at}: filter {f!r} logs no metric on {effective} documents, enough for its "
+                              "cross-fit; submit lm-eval's unedited output")
+    return True
 
 
 def row_key(r: dict, at: str, task: str, spec: TaskSpec, reported: dict[str, dict], effective: int,
@@ -178,7 +198,8 @@ def _no_trailing_blank_lines(sp: Path, last: int) -> None:
         size = fh.tell()
         fh.seek(max(0, size - 4096))
         tail = fh.read()
-    body = tail[:-1] if tail.endswith(b"\n") else tail
+    # the last row's own line ending, LF or CRLF (a log written on Windows), is not a blank line
+    body = tail[:-2] if tail.endswith(b"\r\n") else tail[:-1] if tail.endswith(b"\n") else tail
     if body.endswith((b"\n", b"\r")) or (body and not body.splitlines()[-1].strip()):
         raise SubmissionError(f"{sp}:{last + 1}: blank line(s) after the last row; submit lm-eval's unedited "
                               "samples file")

@@ -21,10 +21,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["N_FOLDS", "folds", "fold_of", "splits", "crossfit"]
+__all__ = ["N_FOLDS", "folds", "fold_of", "splits", "crossfit", "skip_reason"]
 
 #: the number of folds (documents of fold k are scored by what was fitted on the others)
 N_FOLDS = 2
+
+
+def skip_reason(n: int, min_fit: int) -> str | None:
+    """Why a cross-fitted row cannot be fitted on ``n`` documents (each fold is fitted on the others, so every
+    fold needs ``min_fit``: ``n >= N_FOLDS * min_fit``), or None when it can. The filters skip such a row on a
+    short ``--limit`` run and the board accepts the skip only under the same condition."""
+    need = N_FOLDS * min_fit
+    if n >= need:
+        return None
+    return (f"cross-fitted rows need at least {need} documents ({min_fit} per fold), got {n}; "
+            "raise --limit to get these rows")
 
 
 def folds(n: int) -> np.ndarray:

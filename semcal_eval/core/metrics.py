@@ -56,8 +56,6 @@ __all__ = [
     "NORMS",
     "calibration_error",
     "ece",
-    "ece_uw15",
-    "ece_uw10",
     "mce",
     "rms_ce",
     "classwise_ece",
@@ -72,6 +70,7 @@ __all__ = [
     "auroc_confidence",
     "auroc_class",
     "aurc",
+    "expected_cumsum",
     "acc_at_coverage",
     "rejection_curve",
     "prr",
@@ -503,20 +502,6 @@ def ece(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> f
 
 
 @_sklearn_names
-def ece_uw15(conf: Any, correct: Any) -> float:
-    """ECE with 15 equal-width bins. Kept for the callers outside the library (trainers, benchmarks) that
-    name it; new code: ``calibration_error(y_true=..., y_prob=..., n_bins=15)``."""
-    return _calibration_error(*_conf_correct(conf, correct), "l1", 15, "uniform")
-
-
-@_sklearn_names
-def ece_uw10(conf: Any, correct: Any) -> float:
-    """ECE with 10 equal-width bins. Kept for the callers outside the library (trainers, benchmarks) that
-    name it; new code: ``calibration_error(y_true=..., y_prob=..., n_bins=10)``."""
-    return _calibration_error(*_conf_correct(conf, correct), "l1", 10, "uniform")
-
-
-@_sklearn_names
 def mce(conf: Any, correct: Any, n_bins: int = 15, scheme: str = "uniform") -> float:
     """Maximum calibration error: ``calibration_error(norm="max")``, kept under its usual name.
 
@@ -763,21 +748,28 @@ def auroc_class(probs: Any, labels: Any) -> float:
     return float(np.mean([roc_auc_score(G[:, k], P[:, k]) for k in ok]))
 
 
-def _expected_cum_errors(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
-    """E[# errors among the k most confident], k = 1..n, ties in conf broken uniformly at random."""
+def expected_cumsum(conf: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """E[Σ values of the k most confident documents], k = 1..n, ties in ``conf`` broken uniformly at random: a
+    tie group contributes its mean value per position, so the result never depends on the input order (AURC's
+    risks use values = errors, PRR against a continuous quality uses values = quality)."""
     order = np.argsort(-conf, kind="stable")
     c = conf[order]
-    e = 1.0 - correct[order]
+    v = np.asarray(values, dtype=float)[order]
     n = len(c)
     # tie groups in the sorted order
     start = np.r_[True, c[1:] != c[:-1]]
     gid = np.cumsum(start) - 1
     gstart = np.flatnonzero(start)
     gsize = np.diff(np.r_[gstart, n])
-    gerr = np.add.reduceat(e, gstart)
-    before = np.r_[0.0, np.cumsum(gerr)[:-1]]
+    gsum = np.add.reduceat(v, gstart)
+    before = np.r_[0.0, np.cumsum(gsum)[:-1]]
     j = np.arange(n) - gstart[gid] + 1  # position within the tie group, 1-based
-    return before[gid] + j * gerr[gid] / gsize[gid]
+    return before[gid] + j * gsum[gid] / gsize[gid]
+
+
+def _expected_cum_errors(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """E[# errors among the k most confident], k = 1..n (:func:`expected_cumsum` of the errors)."""
+    return expected_cumsum(conf, 1.0 - correct)
 
 
 @_sklearn_names

@@ -245,22 +245,34 @@ def score_question(
     threshold: float = 0.5,
     correctness: str = "strict",
     seq_logprobs: Sequence[float] | None = None,
+    cluster_greedy: bool = True,
+    no_logprobs_reason: str | None = None,
 ) -> dict:
     """Everything the QA tasks log for one question.
 
-    The greedy answer is clustered together with the K samples (greedy first, so it represents its cluster
-    and ``greedy_cluster`` is 0 unless it is empty); ``cluster_ids`` are the samples' ids. Correctness is
+    ``cluster_greedy=True`` (semcal's default): the greedy answer is clustered together with the K samples
+    (greedy first, so it represents its cluster and ``greedy_cluster`` is 0 unless it is empty).
+    ``cluster_greedy=False`` (lm-polygraph's definition): the K samples are clustered alone, so the samples'
+    clusters, NumSets and semantic entropy do not depend on the greedy answer; the greedy answer is then
+    placed in the oldest sample cluster whose representative it is equivalent to (else a cluster of its own,
+    confidence 0). Either way ``cluster_ids`` are the samples' ids. Correctness is
     :func:`semcal_eval.qa.grading.correct_by` under ``correctness`` (default ``strict``: the grader the training
     rewards use; ``f1``: best token-F1 ≥ ``threshold``; ``judge``: the judge's equivalence with a gold alias). Returns a JSON-serialisable dict with ``conf`` (primary confidence: cluster
     share) and ``correct`` plus ``em``, ``f1``, ``greedy``, ``samples``, ``cluster_ids``,
-    ``greedy_cluster``, ``n_clusters``, ``semantic_entropy``, ``conf_entropy``, ``conf_likelihood`` (None
-    without log-probs), ``judge`` and ``judged_pairs``.
+    ``greedy_cluster``, ``n_clusters``, ``semantic_entropy``, ``conf_entropy``, ``conf_likelihood`` (the
+    likelihood-weighted 1 − SE/ln K from ``seq_logprobs``, the samples' sequence log-likelihoods; None without
+    them, and then ``conf_likelihood_absent`` says why: ``no_logprobs_reason``), ``cluster_greedy``, ``judge``
+    and ``judged_pairs``.
     """
     golds = check_golds(golds)
     greedy = (greedy or "").strip()
     samples = [(s or "").strip() for s in samples]
-    ids, cache = _cluster(question, [greedy, *samples], judge)
-    g_id, s_ids = ids[0], ids[1:]
+    if cluster_greedy:
+        ids, cache = _cluster(question, [greedy, *samples], judge)
+        g_id, s_ids = ids[0], ids[1:]
+    else:
+        s_ids, cache = _cluster(question, samples, judge)
+        g_id = _place(greedy, samples, s_ids, cache)
     f1 = best_f1(greedy, golds)
     correct = correct_by(correctness, greedy, golds, question, threshold, judge)
     return {
@@ -278,6 +290,24 @@ def score_question(
         "conf_likelihood": (
             conf_likelihood_weighted(s_ids, seq_logprobs) if seq_logprobs is not None and len(s_ids) >= 2 else None
         ),
+        **({} if seq_logprobs is not None else {"conf_likelihood_absent": no_logprobs_reason or (
+            "no sequence log-likelihoods for the samples were given")}),
+        "cluster_greedy": bool(cluster_greedy),
         "judge": getattr(judge, "name", type(judge).__name__),
         "judged_pairs": cache.judged,
     }
+
+
+def _place(greedy: str, samples: Sequence[str], ids: Sequence[int], cache: _PairCache) -> int:
+    """The cluster of the greedy answer among the samples' own clusters (``cluster_greedy=False``): the oldest
+    cluster whose representative (first member) it is equivalent to, else a new id (an empty answer: a new id)."""
+    new = max(ids, default=-1) + 1
+    if not greedy:
+        return new
+    reps: dict[int, str] = {}
+    for c, a in zip(ids, samples):
+        if a and c not in reps:
+            reps[c] = a
+    live = sorted(reps)
+    res = cache.ask([(reps[c], greedy) for c in live])
+    return next((c for c, r in zip(live, res) if r), new)

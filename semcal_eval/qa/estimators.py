@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from semcal_eval.core.crossfit import splits as crossfit_splits
+from semcal_eval.core.metrics import expected_cumsum
 
 from .answers import normalize_answer, rouge_l_f1, token_f1
 
@@ -41,6 +42,12 @@ __all__ = [
     "eigv",
     "lexical_similarity",
     "rouge_l",
+    "rouge_l_stemmed",
+    "num_semantic_sets_components",
+    "sar",
+    "rouge_l_matrix",
+    "quality_rouge_l",
+    "prr_quality",
     "semantic_class_probs",
     "Evidence",
     "Estimator",
@@ -199,20 +206,49 @@ def rouge_l(a: str, b: str) -> float:
     return rouge_l_f1(a, b)
 
 
-def lexical_similarity(samples: Sequence[str], metric: str = "rougeL") -> float:
-    """Lexical similarity, (2 / (K(K−1))) Σ_{i<j} sim(s_i, s_j): mean pairwise ROUGE-L (``metric="rougeL"``)
-    or token-F1 (``"f1"``) between the K samples, in [0, 1] (a confidence).
+_STEMMED_SCORER = None
 
-    Fomicheva et al. 2020 (lexical similarity of MC samples); lm-polygraph's ``LexicalSimilarity(rougeL)``.
+
+def rouge_l_stemmed(a: str, b: str) -> float:
+    """ROUGE-L F-measure as lm-polygraph's ``LexicalSimilarity(rougeL)`` computes it: Google's ``rouge_score``
+    (``RougeScorer(["rougeL"], use_stemmer=True)``, a dependency of lm-eval): lower case, every run of
+    non-alphanumeric characters a separator, Porter stemming of tokens longer than 3 characters, no article or
+    punctuation removal beyond that; 0 when either side has no token.
+
+    >>> rouge_l_stemmed("running dogs", "the dog runs")  # stems run, dog | the, dog, run: LCS 1, P 1/2, R 1/3
+    0.4
+    """
+    global _STEMMED_SCORER
+    if _STEMMED_SCORER is None:
+        from rouge_score import rouge_scorer
+
+        _STEMMED_SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return float(_STEMMED_SCORER.score(a or "", b or "")["rougeL"].fmeasure)
+
+
+#: lexical_similarity's metrics: semcal's ROUGE-L over SQuAD-normalised tokens without stemming, polygraph's
+#: stemmed ROUGE-L (``rouge_score``), and token-F1
+LEXSIM_METRICS = ("rougeL", "rougeL_stem", "f1")
+
+
+def lexical_similarity(samples: Sequence[str], metric: str = "rougeL") -> float:
+    """Lexical similarity, (2 / (K(K−1))) Σ_{i<j} sim(s_i, s_j): mean pairwise similarity of the K samples, in
+    [0, 1] (a confidence). ``metric``: ``"rougeL"`` (semcal's :func:`rouge_l`: SQuAD-normalised tokens, no
+    stemming), ``"rougeL_stem"`` (lm-polygraph's definition, :func:`rouge_l_stemmed`) or ``"f1"`` (token-F1).
+
+    Fomicheva et al. 2020 (lexical similarity of MC samples); lm-polygraph's ``LexicalSimilarity(rougeL)`` is
+    the mean over the same pairs with ``rougeL_stem`` (and the opposite sign: it returns an uncertainty).
     K = 1 gives 1.0 (no pair disagrees).
     """
     sim: Callable[[str, str], float]
     if metric == "rougeL":
         sim = rouge_l
+    elif metric == "rougeL_stem":
+        sim = rouge_l_stemmed
     elif metric == "f1":
         sim = lambda a, b: token_f1(a, b) if normalize_answer(a) and normalize_answer(b) else 0.0  # noqa: E731
     else:
-        raise ValueError(f"lexical_similarity: metric={metric!r} must be 'rougeL' or 'f1'")
+        raise ValueError(f"lexical_similarity: metric={metric!r} must be one of {LEXSIM_METRICS}")
     s = [(x or "").strip() for x in samples]
     if not s:
         raise ValueError("lexical_similarity needs at least one sample")
@@ -254,6 +290,118 @@ def semantic_class_probs(cluster_ids: Sequence[int], seq_logprobs: Sequence[floa
     return {c: float(np.exp(np.logaddexp.reduce(lp[ids == c]) - total)) for c in classes}
 
 
+def num_semantic_sets_components(W) -> int:
+    """lm-polygraph's ``NumSemSets``: the number of connected components of the samples' agreement graph (an
+    edge i–j iff W_ij = W_ji = 1, i.e. the two samples agree both ways), the samples only.
+
+    semcal's :func:`num_semantic_sets` counts the clusters of greedy representative clustering instead (a
+    sample joins the first cluster whose *first member* it agrees with). The two agree for a transitive judge;
+    for a non-transitive one (token-F1, NLI) a chain a ~ b ~ c with a ≁ c is one component but can be two
+    clusters.
+
+    >>> num_semantic_sets_components([[1, 1, 0], [1, 1, 1], [0, 1, 1]])  # the chain 0 ~ 1 ~ 2: one component
+    1
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    A = np.asarray(W, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
+        raise ValueError(f"agreement matrix must be square K×K with K ≥ 1, got shape {A.shape}")
+    mutual = (A >= 0.5) & (A.T >= 0.5)  # 0/1 judge matrices; a soft matrix counts agreement at ≥ ½
+    return int(connected_components(mutual, directed=False)[0])
+
+
+def rouge_l_matrix(samples: Sequence[str]) -> np.ndarray:
+    """K×K matrix of :func:`rouge_l` between the samples, diagonal 1 (SAR's sentence similarity here)."""
+    s = [(x or "").strip() for x in samples]
+    K = len(s)
+    S = np.eye(K)
+    for i in range(K):
+        for j in range(i + 1, K):
+            S[i, j] = S[j, i] = rouge_l(s[i], s[j])
+    return S
+
+
+#: SAR's temperature t (Duan et al. 2024; lm-polygraph's ``SAR``: t = 0.001)
+SAR_TEMPERATURE = 1e-3
+
+
+def sar(sample_token_logprobs: Sequence[Sequence[float]], similarity, token_relevance=None,
+        t: float = SAR_TEMPERATURE) -> float:
+    """SAR, shifting attention to relevance (Duan et al. 2024, arXiv:2307.01379; lm-polygraph's ``SAR``), an
+    uncertainty over the K samples s_i with token log-probs ℓ_{i,1..T_i}:
+
+    * token SAR of each sample: E_i = −Σ_t ℓ_{i,t} · R̃_{i,t} with R̃_{i,t} = R_{i,t} / Σ_u R_{i,u} the normalised
+      token relevance, R_{i,t} = 1 − sim(s_i, s_i without token t); its probability p_i = exp(−E_i);
+    * sentence relevance r_i = Σ_{j≠i} S_ij p_j / t (S the K×K sentence similarity);
+    * SAR = (1/K) Σ_i −ln(r_i + p_i).
+
+    ``token_relevance`` (one array of R_{i,t} per sample) defaults to uniform relevance, which makes E_i the
+    mean token NLL (the length-normalised log-likelihood); polygraph computes both R and S with the cross-encoder
+    ``cross-encoder/stsb-roberta-large``; semcal's row uses :func:`rouge_l_matrix` for S (see docs/QA_ESTIMATORS.md).
+
+    >>> round(sar([[math.log(0.5)], [math.log(0.25)]], [[1, 1], [1, 1]], t=1.0), 6)  # −ln(.25+.5), −ln(.5+.25)
+    0.287682
+    """
+    K = len(sample_token_logprobs)
+    S = np.asarray(similarity, dtype=np.float64)
+    if K == 0 or S.shape != (K, K):
+        raise ValueError(f"sar: need K ≥ 1 samples' token log-probs and a K×K similarity; got K={K}, {S.shape}")
+    if not t > 0:
+        raise ValueError(f"sar: temperature t={t} must be > 0")
+    p = np.empty(K)
+    for i, lp in enumerate(sample_token_logprobs):
+        lp = _logprobs(lp)
+        R = np.ones_like(lp) if token_relevance is None else np.asarray(token_relevance[i], dtype=np.float64)
+        if R.shape != lp.shape or not np.all(np.isfinite(R)) or R.sum() <= 0:
+            raise ValueError(f"sar: token relevance of sample {i} must be {lp.size} finite values with a positive sum")
+        p[i] = math.exp(float(-(-lp * (R / R.sum())).sum()))
+    r = (S * (1.0 - np.eye(K))) @ p / t
+    return float(np.mean(-np.log(r + p)))
+
+
+def quality_rouge_l(answer: str, golds: Sequence[str]) -> float:
+    """The continuous quality of an answer: max over the gold aliases of :func:`rouge_l` (ROUGE-L F1 against the
+    best reference), in [0, 1]; the quality lm-polygraph's PRR is read against on free-form answers.
+
+    >>> round(quality_rouge_l("Paris is the capital", ["Lyon", "Paris is the capital of France"]), 6)
+    0.75
+    """
+    golds = [g for g in golds if g is not None]
+    if not golds:
+        raise ValueError("quality_rouge_l: no gold answer")
+    return max(rouge_l(answer, g) for g in golds)
+
+
+def prr_quality(conf: Sequence[float], quality: Sequence[float]) -> float:
+    """Prediction–rejection ratio against a continuous quality q ∈ [0, 1] (lm-polygraph's convention for
+    free-form answers, e.g. q = :func:`quality_rouge_l`):
+
+    PRR = (AUC_conf − AUC_rnd) / (AUC_orc − AUC_rnd), AUC_x = (1/n) Σ_{k=1..n} (mean q of the k documents ranked
+    first by x): ``conf`` descending (ties: expected value over random tie-breaking), the oracle q descending,
+    the random order q̄ at every k. For a 0/1 quality it is :func:`semcal_eval.core.metrics.prr`. NaN when every
+    q is equal (the oracle is no better than random). polygraph min-max normalises q first, which leaves the
+    ratio unchanged.
+
+    >>> round(prr_quality([3, 2, 1], [1.0, 0.5, 0.0]), 12)  # the oracle order
+    1.0
+    """
+    c = np.asarray(conf, dtype=np.float64)
+    q = np.asarray(quality, dtype=np.float64)
+    if c.shape != q.shape or c.ndim != 1 or c.size == 0:
+        raise ValueError(f"prr_quality: conf and quality must be two 1-D arrays of one length, got {c.shape}, "
+                         f"{q.shape}")
+    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(q))):
+        raise ValueError("prr_quality: conf and quality must be finite")
+    k = np.arange(1, len(c) + 1)
+    auc = float(np.mean(expected_cumsum(c, q) / k))
+    orc = float(np.mean(np.cumsum(np.sort(q)[::-1]) / k))
+    rnd = float(q.mean())
+    if orc - rnd <= 1e-15:
+        return float("nan")
+    return (auc - rnd) / (orc - rnd)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The registry: each estimator as a confidence in [0, 1]
 # ----------------------------------------------------------------------------------------------------------
@@ -262,8 +410,9 @@ def semantic_class_probs(cluster_ids: Sequence[int], seq_logprobs: Sequence[floa
 @dataclass
 class Evidence:
     """What one question has for the estimators: the greedy answer's token log-probs / entropies (None when
-    the backend gave none), the K samples, their cluster ids and their K×K agreement matrix (None until an
-    estimator needs it; :func:`estimator_conf` fills it lazily through ``matrix_fn``)."""
+    the backend gave none), the K samples, their cluster ids, their K×K agreement matrix (None until an
+    estimator needs it; :func:`estimator_conf` fills it lazily through ``matrix_fn``) and the samples' token
+    log-probs."""
 
     samples: list[str]
     cluster_ids: list[int]
@@ -271,6 +420,8 @@ class Evidence:
     greedy_entropies: Sequence[float] | None = None
     matrix: np.ndarray | None = None
     matrix_fn: Callable[[], np.ndarray] | None = None
+    #: the samples' token log-probs (one list per sample; SAR reads them), None when the backend gave none
+    sample_token_logprobs: Sequence[Sequence[float]] | None = None
 
     def W(self) -> np.ndarray:
         if self.matrix is None:
@@ -283,7 +434,8 @@ class Evidence:
 @dataclass(frozen=True)
 class Estimator:
     """One estimator row: ``score`` (the paper's quantity), ``conf`` (monotone map of it into [0, 1], higher
-    = more confident), ``needs`` (``"logprobs"``, ``"entropies"``, ``"samples"``, ``"matrix"``) and whether
+    = more confident), ``needs`` (``"logprobs"``, ``"entropies"``, ``"samples"``, ``"matrix"``,
+    ``"sample_logprobs"``) and whether
     the confidence is a probability (ECE / Brier meaningful) or only a ranking score."""
 
     name: str
@@ -314,9 +466,20 @@ ESTIMATORS: dict[str, Estimator] = {e.name: e for e in [
     Estimator("eigv", "matrix", False, lambda ev: eigv(ev.W()), _recip, "EigV U; conf = 1/U"),
     Estimator("lexsim", "samples", False, lambda ev: lexical_similarity(ev.samples), float,
               "mean pairwise ROUGE-L of the samples"),
+    # lm-polygraph's definitions where semcal's differ (docs/QA_ESTIMATORS.md, differences 1 and 2)
+    Estimator("lexsim_stem", "samples", False, lambda ev: lexical_similarity(ev.samples, "rougeL_stem"), float,
+              "mean pairwise stemmed ROUGE-L of the samples (rouge_score, polygraph's LexicalSimilarity)"),
+    Estimator("num_sets_cc", "matrix", False, lambda ev: float(num_semantic_sets_components(ev.W())), _recip,
+              "connected components of the samples' agreement graph (polygraph's NumSemSets); conf = 1/U"),
+    Estimator("sar", "sample_logprobs", False,
+              lambda ev: sar(ev.sample_token_logprobs, rouge_l_matrix(ev.samples)),
+              lambda u: float(1.0 / (1.0 + math.exp(min(u, 700.0)))),
+              "SAR with ROUGE-L sentence similarity, uniform token relevance; conf = 1/(1 + e^U)"),
 ]}
-#: the estimator rows a QA task adds by default (P(True) is opt-in: one extra forward pass per question)
-DEFAULT_ESTIMATORS: tuple[str, ...] = tuple(ESTIMATORS)
+#: the estimator rows a QA task adds by default (P(True) is opt-in: one extra forward pass per question; the
+#: polygraph-definition rows and SAR are opt-in too: add them to --metadata estimators)
+DEFAULT_ESTIMATORS: tuple[str, ...] = ("msp", "perplexity", "token_entropy", "num_sets", "degree", "eccentricity",
+                                       "eigv", "lexsim")
 
 
 def estimator_conf(name: str, ev: Evidence) -> tuple[float, float] | None:
@@ -329,6 +492,8 @@ def estimator_conf(name: str, ev: Evidence) -> tuple[float, float] | None:
     if est.needs == "logprobs" and not ev.greedy_logprobs:
         return None
     if est.needs == "entropies" and not ev.greedy_entropies:
+        return None
+    if est.needs == "sample_logprobs" and (not ev.sample_token_logprobs or not all(ev.sample_token_logprobs)):
         return None
     s = float(est.score(ev))
     return s, min(1.0, max(0.0, round(est.conf(s), 12)))

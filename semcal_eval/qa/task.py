@@ -37,6 +37,8 @@ from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
 from .grading import CORRECTNESS_RULES, correct_by
 from .judges import JUDGES, get_judge
+from .prompts import qa_doc_to_text
+from .ptrue import PTRUE_STYLES
 from .verbalized import RD_BINS, parse_rd, parse_rlcr, parse_verbalized
 
 __all__ = [
@@ -79,6 +81,15 @@ QA_DEFAULTS: dict = {
     # cross-fitted map of each non-probability estimator to P(correct), as rows <name>_iso; None: no such rows
     "estimator_calibration": "isotonic",
     "ptrue_model": "semcal:smollm2-135m",  # the model P(True) asks; should be the evaluated one
+    # lm-polygraph's definitions as options (docs/QA_ESTIMATORS.md): cluster the samples without the greedy
+    # answer (NumSets, semantic entropy, the samples' clusters); polygraph's P(True) prompt and p("True");
+    # EOS masked for the first min_new_tokens tokens (polygraph: 2; sends generation to stock HFLM, see the doc)
+    "cluster_greedy": True,
+    "ptrue_prompt": "semcal",
+    "min_new_tokens": 0,
+    # log each greedy answer's and sample's token log-probs (and the greedy answer's entropies) in the record of
+    # the judge filters, so that logit-based estimators can be recomputed from the samples file
+    "log_token_logprobs": False,
 }
 
 #: generation keys that set the *sampling* of the K answers; ``--gen_kwargs`` may not change them.
@@ -151,6 +162,17 @@ def qa_settings(metadata: dict | None) -> dict:
         raise ValueError("QA task: estimator_calibration must be 'isotonic', 'platt' or null")
     if not isinstance(s["judge_kwargs"], dict):
         raise ValueError("QA task: judge_kwargs must map a judge name to its keyword arguments")
+    for key in ("cluster_greedy", "log_token_logprobs"):
+        if not isinstance(s[key], bool):
+            raise ValueError(f"QA task: {key}={s[key]!r} must be true or false (JSON booleans in --metadata)")
+    if s["ptrue_prompt"] not in PTRUE_STYLES:
+        raise ValueError(f"QA task: ptrue_prompt={s['ptrue_prompt']!r} must be one of {PTRUE_STYLES}")
+    try:
+        s["min_new_tokens"] = int(s["min_new_tokens"])
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"QA task: min_new_tokens={s['min_new_tokens']!r} must be an integer ≥ 0") from e
+    if s["min_new_tokens"] < 0:
+        raise ValueError(f"QA task: min_new_tokens={s['min_new_tokens']} must be ≥ 0 (polygraph's setting is 2)")
     return s
 
 
@@ -239,24 +261,63 @@ class JudgeFilter(Filter):
     """
 
     def __init__(self, judge: str = "f1", correctness: str = "strict", threshold: float = 0.5,
-                 num_samples: int | None = None, **judge_kwargs):
+                 num_samples: int | None = None, cluster_greedy: bool = True, log_token_logprobs: bool = False,
+                 **judge_kwargs):
         self.judge = get_judge(judge, **judge_kwargs)
         self.correctness, self.threshold = correctness, float(threshold)
         # lm-eval pads a data-parallel rank's last request with extra responses (evaluator.py,
         # padding_requests): only the first K are the question's samples
         self.num_samples = num_samples
+        self.cluster_greedy, self.log_token_logprobs = bool(cluster_greedy), bool(log_token_logprobs)
 
     def apply(self, resps, docs):
         resps, docs = list(resps), list(docs)
         out: list = []
         for i, doc in _pairs_by_doc(resps, docs, 2):
             greedy = clean_answer(resps[i][0])
-            samples = [clean_answer(s) for s in resps[i + 1][: self.num_samples]]
+            raw_samples = list(resps[i + 1][: self.num_samples])
+            samples = [clean_answer(s) for s in raw_samples]
+            seq_lp, why = sample_seq_logprobs(raw_samples)
             rec = score_question(doc["qa_question"], greedy, samples, doc["qa_golds"], self.judge,
-                                 threshold=self.threshold, correctness=self.correctness)
+                                 threshold=self.threshold, correctness=self.correctness, seq_logprobs=seq_lp,
+                                 cluster_greedy=self.cluster_greedy, no_logprobs_reason=why)
+            rec["rouge_l"] = EST.quality_rouge_l(greedy, doc["qa_golds"])  # the continuous quality (PRR-ROUGE-L)
+            if self.log_token_logprobs:
+                rec.update(token_logprob_fields(resps[i][0], raw_samples))
             # a JSON string: lm-eval logs filtered_resps with str(), and JSON stays machine-readable
             out += [greedy, json.dumps(rec, ensure_ascii=False)]
         return out
+
+
+#: why conf_likelihood is absent when the samples carry no token log-probs (the record says so)
+NO_SAMPLE_LOGPROBS = ("the backend returned no token log-probs for the samples (stock hf, a cached --use_cache "
+                      "response, min_new_tokens > 0, or a sampling setting the shared-prefix path does not serve): "
+                      "run on --model hf-semsoft for the likelihood-weighted confidence")
+
+
+def sample_seq_logprobs(raw_samples) -> tuple[list[float] | None, str | None]:
+    """The samples' sequence log-likelihoods Σ_t ln p(s_t | s_<t, x) from the responses' token log-probs
+    (:class:`semcal_eval.harness.sampling.GeneratedText`), or (None, why) when any sample has none.
+
+    The raw (not :func:`clean_answer`-ed) response carries them; the sum covers the generated tokens up to and
+    including the stop token, the sequence the model actually produced."""
+    lps = [getattr(r, "token_logprobs", None) for r in raw_samples]
+    if not lps or any(not lp for lp in lps):
+        return None, NO_SAMPLE_LOGPROBS
+    return [float(sum(lp)) for lp in lps], None
+
+
+def token_logprob_fields(greedy_resp, raw_samples) -> dict:
+    """The opt-in per-token fields (metadata ``log_token_logprobs``): ``greedy_token_logprobs``,
+    ``greedy_token_entropies`` and ``sample_token_logprobs`` (one list per sample; [] where the backend gave
+    none), each value rounded to 6 decimals (ln p to 1e-6: far below any estimator's resolution, and about half
+    the bytes of a full float repr)."""
+    def r(xs):
+        return [round(float(x), 6) for x in (xs or ())]
+
+    return {"greedy_token_logprobs": r(getattr(greedy_resp, "token_logprobs", None)),
+            "greedy_token_entropies": r(getattr(greedy_resp, "token_entropies", None)),
+            "sample_token_logprobs": [r(getattr(x, "token_logprobs", None)) for x in raw_samples]}
 
 
 class EstimatorFilter(JudgeFilter):
@@ -274,8 +335,9 @@ class EstimatorFilter(JudgeFilter):
     """
 
     def __init__(self, estimator: str = "msp", calibrate: str | None = None, ptrue_model: str | None = None,
-                 **kwargs):
+                 ptrue_prompt: str = "semcal", **kwargs):
         super().__init__(**kwargs)
+        self.ptrue_prompt = ptrue_prompt
         if estimator not in EST.ESTIMATORS and estimator != "ptrue":
             raise ValueError(f"EstimatorFilter: unknown estimator {estimator!r}; known: {[*EST.ESTIMATORS, 'ptrue']}")
         self.estimator, self.calibrate = estimator, calibrate
@@ -294,14 +356,20 @@ class EstimatorFilter(JudgeFilter):
             if self._ptrue is None:
                 from .ptrue import PTrue
 
-                self._ptrue = PTrue(self.ptrue_model)
-            p = self._ptrue.score(q, greedy, samples)
-            return {**rec, "conf": p, "score": p, "probability": True}
+                self._ptrue = PTrue(self.ptrue_model, style=self.ptrue_prompt)
+            # polygraph's prompt puts the whole task prompt (its few-shot examples included) in {q}
+            p = self._ptrue.score(qa_doc_to_text(doc) if self.ptrue_prompt == "polygraph" else q, greedy, samples)
+            return {**rec, "conf": p, "score": p, "probability": self.ptrue_prompt == "semcal",
+                    "ptrue_prompt": self.ptrue_prompt}
         est = EST.ESTIMATORS[self.estimator]
-        ids = score_question(q, greedy, samples, golds, self.judge)["cluster_ids"] if est.needs == "samples" else []
+        ids = (score_question(q, greedy, samples, golds, self.judge, cluster_greedy=self.cluster_greedy)["cluster_ids"]
+               if est.needs == "samples" else [])
+        raw = list(sample_resps[: self.num_samples])
+        s_lp = [list(getattr(x, "token_logprobs", None) or ()) for x in raw]
         ev = EST.Evidence(samples, ids, getattr(greedy_resp, "token_logprobs", None) or None,
                           getattr(greedy_resp, "token_entropies", None) or None,
-                          matrix_fn=lambda: agreement_matrix(q, samples, self.judge))
+                          matrix_fn=lambda: agreement_matrix(q, samples, self.judge),
+                          sample_token_logprobs=s_lp if s_lp and all(s_lp) else None)
         out = EST.estimator_conf(self.estimator, ev)
         if out is None:
             if self.estimator not in self._warned:
@@ -455,7 +523,7 @@ class QATask(ConfigurableTask):
         for name in s["estimators"]:
             filter_list.append({"name": name, "filter": [{
                 "function": EstimatorFilter, "judge": s["estimator_judge"], "estimator": name,
-                "ptrue_model": s["ptrue_model"]}]})
+                "ptrue_model": s["ptrue_model"], "ptrue_prompt": s["ptrue_prompt"]}]})
             est = EST.ESTIMATORS.get(name)
             if est is not None and not est.probability and s["estimator_calibration"]:
                 filter_list.append({"name": f"{name}_iso" if s["estimator_calibration"] == "isotonic" else
@@ -474,6 +542,9 @@ class QATask(ConfigurableTask):
             step.setdefault("correctness", s["correctness"])
             step.setdefault("threshold", s["correct_threshold"])
             step.setdefault("num_samples", s["num_samples"])
+            step.setdefault("cluster_greedy", s["cluster_greedy"])
+            if not (isinstance(fn, type) and issubclass(fn, EstimatorFilter)):
+                step.setdefault("log_token_logprobs", s["log_token_logprobs"])
         return filter_list
 
     def _gen_kwargs(self) -> tuple[dict, dict | None]:
@@ -494,6 +565,10 @@ class QATask(ConfigurableTask):
                         self.config.task, {k: cur.get(k) for k in changed})
             self._warned_gen = True
         base = {k: v for k, v in cur.items() if k not in SAMPLING_KEYS}
+        if self.qa["min_new_tokens"] > 0:
+            # transformers' MinNewTokensLengthLogitsProcessor (EOS masked for the first n tokens), polygraph's
+            # generation setting; an unknown key to the shared-prefix path, so stock HFLM generates these
+            base["min_new_tokens"] = self.qa["min_new_tokens"]
         greedy = {**base, "do_sample": False}
         if self.qa["mode"] in _STATED:
             return greedy, None

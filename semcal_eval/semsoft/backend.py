@@ -27,10 +27,9 @@ from semcal_eval.semsoft.scoring import (
     label_embeddings,
     semantic_softmax,
     semsoft_from_topk,
-    tau_key,
 )
-from semcal_eval.semsoft.tuning import config_key
 from semcal_eval.semsoft.spec import SemSoftRequest, SemSoftResponse
+from semcal_eval.semsoft.tuning import GridPoint
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +41,10 @@ class _LabelSet:
         self.labels = labels
         self.trie = LabelTrie(label_tokens)
         self.emb = label_embeddings(weight, label_tokens, mode)
+        multi = [lab.strip() for lab, t in zip(labels, label_tokens) if len(t) > 1]
+        if multi:  # Semantic Softmax compares one embedding per label (semcal_eval.semsoft.stock.label_warnings)
+            log.warning("semsoft: label(s) %s are several tokens each; label_embedding=%r compares %s", multi, mode,
+                        "their first token's embedding" if mode == "first" else "the mean of their token embeddings")
         if self.trie.collisions:
             log.warning(
                 "semsoft: labels share a first token %s; the constrained baseline separates them with %d extra "
@@ -132,7 +135,7 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
         for req in requests:
             context, spec = req.args
             request = SemSoftRequest.from_dict(spec)
-            request.validate(self.vocab_valid)
+            request.check_vocab(self.vocab_valid)  # the one bound only the model knows (K <= V)
             labels = list(request.choices)
             ctx, conts = self.encode_choices(context, labels)
             lset = self._label_set(tuple(labels), conts, request.label_embedding)
@@ -181,14 +184,14 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
         return SemSoftResponse(
             grid=self._grid(out["log_probs"], baseline, grid) if grid else {},
             baseline=baseline.tolist(),
-            semsoft={tau_key(t): p_sem[i].tolist() for i, t in enumerate(taus)},
-            fallback={tau_key(t): bool(out["fallback"][i, 0]) for i, t in enumerate(taus)},
+            semsoft={float(t): p_sem[i].tolist() for i, t in enumerate(taus)},
+            fallback={float(t): bool(out["fallback"][i, 0]) for i, t in enumerate(taus)},
             topk_mass=float(out["topk_mass"][0]),
             collisions=[[lset.labels[i].strip() for i in g] for g in lset.trie.collisions],
             top_tokens=[[self.tokenizer.decode([int(t)]), float(p.exp())] for p, t in zip(*top5)],
         )
 
-    def _grid(self, log_probs, baseline, grid: dict) -> dict[str, list[float]]:
+    def _grid(self, log_probs, baseline, grid: dict) -> dict[GridPoint, list[float]]:
         """P_sem for every (embedding, K, τ) of the tuning grid from one top-K_max gather (K' < K_max: the first
         K' columns), fallback rows replaced by the baseline as in the main rows."""
         top_lp, top_ids = log_probs.topk(max(grid["top_k"]), dim=-1)
@@ -199,5 +202,5 @@ class SemSoftLM(SharedPrefixMixin, HFLM):
                 r = semsoft_from_topk(top_lp[:, :k].exp(), top_ids[:, :k], W, lset.emb, grid["taus"])
                 p = apply_fallback(r["p_sem"][:, 0], r["fallback"][:, 0], baseline)
                 for i, t in enumerate(grid["taus"]):
-                    out[config_key(emb, k, t)] = p[i].tolist()
+                    out[GridPoint(emb, int(k), float(t))] = p[i].tolist()
         return out

@@ -30,17 +30,20 @@ re-check use the same).
 
 from __future__ import annotations
 
+import json
+import logging
+from dataclasses import dataclass
+
 import numpy as np
 from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
 from semcal_eval.core import recalibration, references
+from semcal_eval.core import crossfit as crossfit_mod
 from semcal_eval.core.crossfit import crossfit
 from semcal_eval.core.records import first_gold
 from semcal_eval.harness.distributed import gather_rows
 from semcal_eval.harness.lm_eval_compat import task_instances
-import logging
-
 from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.rows import REFERENCES
 from semcal_eval.semsoft.scoring import SemSoftError
@@ -100,11 +103,23 @@ class SemSoftSelect(Filter):
         return [SemSoftRow(as_response(r[0]).probs(self.source, self.tau)) for r in resps]
 
 
+@dataclass(frozen=True)
+class SkippedRow:
+    """A row a filter could not compute on this run's documents, with the reason. ``process_results`` reports no
+    metric for it, so the row is absent from the results; the reason is in the logged samples' filtered_resps."""
+
+    reason: str
+
+    def __str__(self) -> str:  # lm-eval logs filtered_resps with str()
+        return json.dumps({"skipped": self.reason})
+
+
 @register_filter("crossfit_temperature")
 class CrossfitTemperature(Filter):
     """Temperature scaling, 2-fold cross-fitted on all evaluated documents (see module docstring); applied
     to the :class:`SemSoftRow` of a ``semsoft_select`` step. ``task`` gives gold labels and doc_ids
-    (:class:`TaskView`)."""
+    (:class:`TaskView`). With fewer documents than a fit needs (:func:`semcal_eval.core.crossfit.skip_reason`; a short
+    ``--limit`` run) every row is a :class:`SkippedRow` (the task says so in one line before the model pass)."""
 
     def __init__(self, task: TaskView, **kwargs):
         self.task = task
@@ -113,6 +128,9 @@ class CrossfitTemperature(Filter):
         ids = self.task.doc_ids(docs)
         rows = [(r.probs, first_gold(self.task.gold(d))) for r, d in zip(resps, docs)]
         all_ids, all_rows = gather_rows(ids, rows)  # every rank's documents, sorted by doc_id
+        skip = crossfit_mod.skip_reason(len(all_ids), recalibration.MIN_FIT_DOCS)
+        if skip is not None:
+            return [SkippedRow(skip) for _ in ids]
         probs = np.asarray([p for p, _ in all_rows], dtype=float)
         labels = np.asarray([y for _, y in all_rows])
 

@@ -10,16 +10,17 @@ lm-eval import.
   ``tuned`` (``semsoft_tuned``), ``reference`` (model-free predictors the board computes itself), ``stock``
   (lm-eval's own ``multiple_choice`` row of a ``*_base`` task, whose filter lm-eval names ``none``);
 * ``source``: which distribution of the response the row starts from (``baseline`` / ``semsoft``);
-* ``order``: reading order, shared by every table (the baseline first, the references last).
+* ``order``: reading order, shared by every table (the baseline first, the references last);
+* ``tau``: a sweep row's τ, a float carried from the task's parameters (the filter's ``semsoft_select`` step
+  holds it, and the logged task config with it); never parsed back out of the row's name.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-__all__ = ["Row", "ROWS", "REFERENCES", "STOCK_FILTER", "row", "row_order", "display_name", "sweep_name",
-           "tau_of"]
+__all__ = ["Row", "ROWS", "REFERENCES", "STOCK_FILTER", "SWEEP_PREFIX", "row", "row_order", "display_name",
+           "sweep_row", "sweep_taus", "tau_key"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Row:
     order: int
     source: str | None = None
     label: str | None = None  # how tables show it, when not its filter name
+    tau: float | None = None  # a sweep row's τ
 
     @property
     def reference(self) -> bool:
@@ -55,48 +57,59 @@ ROWS: tuple[Row, ...] = (
 _BY_NAME = {r.name: r for r in ROWS}
 #: the model-free reference rows, in order (the board recomputes these itself)
 REFERENCES: tuple[str, ...] = tuple(r.name for r in ROWS if r.reference)
-_SWEEP = re.compile(r"semsoft_tau(-?[0-9.e+-]+)")
+#: the name prefix of the τ-sweep rows (``semsoft_tau0.3``)
+SWEEP_PREFIX = "semsoft_tau"
 _OTHER_ORDER = 7  # rows the table does not know (a user's own filter, report-made ``+T`` rows)
 
 
-def sweep_name(tau_key: str) -> str:
-    """The filter name of one τ of a sweep (``tau_key``: :func:`semcal_eval.semsoft.scoring.tau_key`)."""
-    return f"semsoft_tau{tau_key}"
+def tau_key(tau: float) -> str:
+    """Canonical string for τ, in sweep row names and as the JSON key of a logged response (0.2 → '0.2')."""
+    return f"{float(tau):g}"
 
 
-def tau_of(name: str) -> float | None:
-    """τ of a sweep row's name, else None.
-
-    >>> tau_of("semsoft_tau0.3"), tau_of("semsoft")
-    (0.3, None)
-    """
-    m = _SWEEP.fullmatch(name)
-    return float(m.group(1)) if m else None
+def sweep_row(tau: float) -> Row:
+    """The row of one τ of a sweep: named ``semsoft_tau<τ>``, carrying τ as a float."""
+    return Row(f"{SWEEP_PREFIX}{tau_key(tau)}", "sweep", 3, "semsoft", tau=float(tau))
 
 
-def row(name: str) -> Row | None:
-    """The table's row of a filter name (a sweep row is made on the fly), or None for an unknown name."""
+def sweep_taus(filter_list) -> dict[str, float]:
+    """``{row name: τ}`` of the sweep rows of a task's ``filter_list`` (as built, or as lm-eval logs it in the
+    results' ``configs``), read from each row's typed ``semsoft_select`` step."""
+    out = {}
+    for f in filter_list or ():
+        name = f.get("name", "") if isinstance(f, dict) else ""
+        if not name.startswith(SWEEP_PREFIX):
+            continue
+        for step in f.get("filter") or ():
+            if isinstance(step, dict) and step.get("function") == "semsoft_select" and step.get("tau") is not None:
+                out[name] = float(step["tau"])
+    return out
+
+
+def row(name: str, taus: dict[str, float] | None = None) -> Row | None:
+    """The table's row of a filter name, or None for an unknown name. A sweep row is made on the fly, with its
+    τ from ``taus`` (:func:`sweep_taus` of the task's config) when given."""
     if name in _BY_NAME:
         return _BY_NAME[name]
-    if tau_of(name) is not None:
-        return Row(name, "sweep", 3, "semsoft")
+    if name.startswith(SWEEP_PREFIX):
+        return Row(name, "sweep", 3, "semsoft", tau=(taus or {}).get(name))
     return None
 
 
-def row_order(names) -> list[str]:
-    """Filter names in reading order: base, constrained, semsoft, the τ sweep (by τ), the temperature-scaled
-    rows, semsoft_tuned, anything else (``+T`` rows of the report next to their source), then prior, majority,
-    uniform.
+def row_order(names, taus: dict[str, float] | None = None) -> list[str]:
+    """Filter names in reading order: base, constrained, semsoft, the τ sweep (by τ when ``taus`` gives it,
+    else by name), the temperature-scaled rows, semsoft_tuned, anything else (``+T`` rows of the report next to
+    their source), then prior, majority, uniform.
 
     >>> row_order(["uniform", "semsoft_ts", "prior", "semsoft_tau0.3", "semsoft", "semsoft_tau0.1", "constrained"])
     ['constrained', 'semsoft', 'semsoft_tau0.1', 'semsoft_tau0.3', 'semsoft_ts', 'prior', 'uniform']
     """
     def key(name: str):
-        r = row(name) or row(name.split("+")[0])
+        r = row(name, taus) or row(name.split("+")[0], taus)
         if r is None:
             return (_OTHER_ORDER, 0.0, name)
         derived = "+" in name  # a report-made row (``constrained+T(val)``) right after its source
-        return (r.order + (0.5 if derived else 0.0), tau_of(r.name) or 0.0, name)
+        return (r.order + (0.5 if derived else 0.0), r.tau if r.tau is not None else 0.0, name)
 
     return sorted(names, key=key)
 

@@ -28,13 +28,8 @@ class SemSoftError(ValueError):
     """Bad Semantic Softmax input: the message names the parameter or document and the fix."""
 
 
-def tau_key(tau: float) -> str:
-    """Canonical string for τ, used as a JSON key and in filter names (0.2 → '0.2')."""
-    return f"{float(tau):g}"
-
-
-def validate_hparams(taus, top_k: int, vocab_size: int) -> list[float]:
-    """Check τ ∈ [−1, 1) and 1 ≤ K ≤ V; return τ as a list of floats."""
+def check_taus(taus) -> list[float]:
+    """τ values as floats, each in [−1, 1) (cosine similarity never exceeds 1, so τ ≥ 1 zeroes every weight)."""
     tau_list = list(taus) if isinstance(taus, (list, tuple)) else [taus]
     if not tau_list:
         raise SemSoftError("tau is empty: give a number in [-1, 1) or a non-empty list of them")
@@ -47,13 +42,28 @@ def validate_hparams(taus, top_k: int, vocab_size: int) -> list[float]:
         if not (-1.0 <= t < 1.0) or math.isnan(t):
             raise SemSoftError(
                 f"tau={t} is outside [-1, 1): cosine similarity never exceeds 1, so every weight would be 0; "
-                "choose tau in [-1, 1) (the tuned default is in metadata.semsoft.tau)"
+                "choose tau in [-1, 1) (the tuned default is SemSoftParams.tau)"
             )
         out.append(t)
+    return out
+
+
+def check_top_k(top_k, vocab_size: int | None = None) -> int:
+    """K an integer ≥ 1, and ≤ the model's vocabulary V when ``vocab_size`` is given. The task checks K ≥ 1
+    when it is built; only the backend knows V, and checks that bound alone."""
+    bound = "" if vocab_size is None else f", vocab size={vocab_size}"
     if isinstance(top_k, bool) or not isinstance(top_k, int):
-        raise SemSoftError(f"top_k={top_k!r} must be an integer in [1, vocab size={vocab_size}]")
-    if not 1 <= top_k <= vocab_size:
-        raise SemSoftError(f"top_k={top_k} is outside [1, vocab size={vocab_size}]: choose 1 <= K <= {vocab_size}")
+        raise SemSoftError(f"top_k={top_k!r} must be an integer in [1{bound}]")
+    if top_k < 1 or (vocab_size is not None and top_k > vocab_size):
+        raise SemSoftError(f"top_k={top_k} is outside [1{bound}]: choose 1 <= K"
+                           + ("" if vocab_size is None else f" <= {vocab_size}"))
+    return top_k
+
+
+def validate_hparams(taus, top_k: int, vocab_size: int) -> list[float]:
+    """Check τ ∈ [−1, 1) and 1 ≤ K ≤ V; return τ as a list of floats (for callers outside a task)."""
+    out = check_taus(taus)
+    check_top_k(top_k, vocab_size)
     return out
 
 

@@ -22,7 +22,9 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .scoring import LABEL_EMBEDDINGS, SemSoftError, tau_key, validate_hparams, validate_labels
+from .rows import tau_key
+from .scoring import LABEL_EMBEDDINGS, SemSoftError, check_taus, check_top_k, validate_labels
+from .tuning import CRITERIA, GridPoint
 
 __all__ = ["REQUEST_TYPE", "SemSoftParams", "SemSoftRequest", "SemSoftResponse", "SemSoftRow", "as_response"]
 
@@ -81,13 +83,18 @@ class SemSoftParams:
         label_embedding = p.get("label_embedding", cls.label_embedding)
         if label_embedding not in LABEL_EMBEDDINGS:
             raise SemSoftError(f"label_embedding={label_embedding!r} is unknown: choose one of {LABEL_EMBEDDINGS}")
-        top_k = p.get("top_k", cls.top_k)
-        # K's upper bound (the vocabulary) is checked by the backend, which knows the model.
-        taus = validate_hparams([tau, *sweep], top_k, vocab_size=10**9)
+        # K's upper bound (the vocabulary) is the one check left to the backend, which knows the model.
+        top_k = check_top_k(p.get("top_k", cls.top_k))
+        taus = check_taus([tau, *sweep])
         grid = _tune_grid(p)
-        return cls(tau=taus[0], tau_sweep=tuple(taus[1:]), top_k=int(top_k), label_embedding=label_embedding,
+        sweep = tuple(dict.fromkeys(t for t in taus[1:] if t != taus[0]))  # each τ once
+        return cls(tau=taus[0], tau_sweep=sweep, top_k=int(top_k), label_embedding=label_embedding,
                    recalibrate=bool(p.get("recalibrate", cls.recalibrate)),
                    reference_predictors=bool(p.get("reference_predictors", cls.reference_predictors)), **grid)
+
+    def as_metadata(self) -> dict:
+        """Every field as plain JSON values (``metadata.semsoft`` form): ``from_metadata`` of it is ``self``."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @property
     def grid(self) -> dict | None:
@@ -112,10 +119,8 @@ def _as_tuple(name: str, value) -> tuple:
 def _tune_grid(p: dict) -> dict:
     """The ``tune*`` keys of a parameter mapping, validated (errors name the key and the fix)."""
     d = SemSoftParams
-    taus = validate_hparams(list(_as_tuple("tune_taus", p.get("tune_taus", d.tune_taus))), 1, 1)
-    ks = _as_tuple("tune_top_k", p.get("tune_top_k", d.tune_top_k))
-    for k in ks:
-        validate_hparams([0.0], k, vocab_size=10**9)
+    taus = check_taus(list(_as_tuple("tune_taus", p.get("tune_taus", d.tune_taus))))
+    ks = [check_top_k(k) for k in _as_tuple("tune_top_k", p.get("tune_top_k", d.tune_top_k))]
     embs = _as_tuple("tune_embeddings", p.get("tune_embeddings", d.tune_embeddings))
     bad = [e for e in embs if e not in LABEL_EMBEDDINGS]
     if bad:
@@ -124,8 +129,8 @@ def _tune_grid(p: dict) -> dict:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise SemSoftError(f"tune_limit={limit!r} must be a positive integer (validation documents to tune on)")
     by = p.get("tune_by", d.tune_by)
-    if by not in ("brier", "nll"):
-        raise SemSoftError(f"tune_by={by!r} is unknown: choose 'brier' (the default) or 'nll'")
+    if by not in CRITERIA:
+        raise SemSoftError(f"tune_by={by!r} is unknown: choose one of {sorted(CRITERIA)} (default {d.tune_by!r})")
     return {"tune": bool(p.get("tune", d.tune)), "tune_by": by, "tune_taus": tuple(sorted(set(taus))),
             "tune_top_k": tuple(sorted(set(int(k) for k in ks))), "tune_embeddings": tuple(dict.fromkeys(embs)),
             "tune_limit": limit}
@@ -142,18 +147,15 @@ class SemSoftRequest:
     grid: dict | None = None  # {"taus", "top_k", "label_embeddings"}: also score every grid configuration
 
     def __post_init__(self):
+        # the labels are the document's own (doc_to_choice may differ per document), so they are checked here;
+        # τ, K, the embedding and the grid were checked once, when SemSoftParams was built for the task
         validate_labels(list(self.choices))
-        if self.label_embedding not in LABEL_EMBEDDINGS:
-            raise SemSoftError(f"label_embedding={self.label_embedding!r} is unknown: choose one of {LABEL_EMBEDDINGS}")
-        if self.grid is not None:
-            _tune_grid({"tune_taus": self.grid.get("taus"), "tune_top_k": self.grid.get("top_k"),
-                        "tune_embeddings": self.grid.get("label_embeddings")})
 
-    def validate(self, vocab_size: int) -> None:
-        """τ ∈ [−1, 1) and 1 ≤ K ≤ the model's vocabulary (the grid's K too)."""
-        validate_hparams(list(self.taus), self.top_k, vocab_size)
-        for k in (self.grid or {}).get("top_k", ()):
-            validate_hparams(list(self.taus), k, vocab_size)
+    def check_vocab(self, vocab_size: int) -> None:
+        """K ≤ the model's vocabulary, for the request's K and every K of its grid: the one bound the task,
+        which does not know the model, leaves to the backend."""
+        for k in (self.top_k, *(self.grid or {}).get("top_k", ())):
+            check_top_k(k, vocab_size)
 
     def to_dict(self) -> dict:
         d = {"choices": list(self.choices), "tau": list(self.taus), "top_k": self.top_k,
@@ -176,19 +178,19 @@ class SemSoftRequest:
 @dataclass
 class SemSoftResponse:
     """One document's answer. ``baseline``: the constrained distribution over labels; ``semsoft``: P_sem per
-    τ (key :func:`tau_key`); ``fallback``: per τ, True when every weight was 0 and the baseline was used;
+    τ (keyed by the float τ); ``fallback``: per τ, True when every weight was 0 and the baseline was used;
     ``topk_mass``: Σ P(v) over the top K; ``collisions``: labels sharing a first token; ``top_tokens``: the
     five most probable next tokens with their probabilities; ``grid``: P_sem for every configuration of the
-    request's tuning grid (key :func:`semcal_eval.semsoft.tuning.config_key`, fallback rows already replaced by
+    request's tuning grid (keyed by :class:`semcal_eval.semsoft.tuning.GridPoint`, fallback rows already replaced by
     the baseline) — read by the ``semsoft_tuned`` filter and then dropped from the logged response."""
 
     baseline: list[float]
-    semsoft: dict[str, list[float]] = field(default_factory=dict)
-    fallback: dict[str, bool] = field(default_factory=dict)
+    semsoft: dict[float, list[float]] = field(default_factory=dict)
+    fallback: dict[float, bool] = field(default_factory=dict)
     topk_mass: float = float("nan")
     collisions: list[list[str]] = field(default_factory=list)
     top_tokens: list[list] = field(default_factory=list)
-    grid: dict[str, list[float]] = field(default_factory=dict)
+    grid: dict[GridPoint, list[float]] = field(default_factory=dict)
 
     def probs(self, source: str, tau: float | None = None) -> list[float]:
         """The baseline (``source="baseline"``) or P_sem at τ (default: the first τ computed)."""
@@ -196,13 +198,18 @@ class SemSoftResponse:
             return self.baseline
         if source != "semsoft":
             raise SemSoftError(f"source={source!r} must be 'baseline' or 'semsoft'")
-        key = tau_key(tau) if tau is not None else next(iter(self.semsoft))
+        key = float(tau) if tau is not None else next(iter(self.semsoft))
         if key not in self.semsoft:
-            raise SemSoftError(f"tau={key} was not computed (have {sorted(self.semsoft)}); add it to tau_sweep")
+            raise SemSoftError(f"tau={key:g} was not computed (have {sorted(self.semsoft)}); add it to tau_sweep")
         return self.semsoft[key]
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The JSON form (what ``str()`` logs): τ keys as :func:`tau_key` strings, grid points as ``str()``."""
+        d = asdict(self)
+        d["semsoft"] = {tau_key(t): v for t, v in self.semsoft.items()}
+        d["fallback"] = {tau_key(t): v for t, v in self.fallback.items()}
+        d["grid"] = {str(g): v for g, v in self.grid.items()}
+        return d
 
     def without_grid(self) -> SemSoftResponse:
         """The response as logged: the tuning grid (hundreds of distributions) is read by ``semsoft_tuned`` and
@@ -210,13 +217,21 @@ class SemSoftResponse:
         return replace(self, grid={}) if self.grid else self
 
     def __str__(self) -> str:  # lm-eval logs resps with str(): compact JSON, machine-readable
-        return json.dumps({k: v for k, v in asdict(self).items() if k != "grid" or v}, separators=(",", ":"))
+        return json.dumps({k: v for k, v in self.to_dict().items() if k != "grid" or v}, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, d: dict) -> SemSoftResponse:
+        """Read the logged JSON form back (τ keys to floats at this JSON boundary; a logged response carries no
+        grid, which ``semsoft_tuned`` reads in memory only)."""
         if not isinstance(d, dict) or "baseline" not in d:
             raise SemSoftError(f"not a semsoft response (needs 'baseline'): {str(d)[:80]!r}")
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        if d.get("grid"):
+            raise SemSoftError("a logged semsoft response carries no tuning grid; read the row's filtered_resps")
+        kw = {f.name: d[f.name] for f in fields(cls) if f.name in d and f.name != "grid"}
+        for k in ("semsoft", "fallback"):
+            if k in kw:
+                kw[k] = {float(t): v for t, v in kw[k].items()}
+        return cls(**kw)
 
 
 def as_response(r) -> SemSoftResponse:

@@ -22,12 +22,14 @@ metadata keys, so ``--metadata '{"tau": 0.3, "top_k": 50}'`` works from the CLI)
 
 from __future__ import annotations
 
+import logging
+
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import ends_with_whitespace
 
+from semcal_eval.core import crossfit, recalibration
 from semcal_eval.core import metric_table as T
-from semcal_eval.core import recalibration
 from semcal_eval.core.records import classification_record
 from semcal_eval.data.gold import GoldError, GoldReader
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
@@ -36,7 +38,7 @@ from semcal_eval.harness.lm_eval_compat import set_task_instances, task_instance
 from semcal_eval.semsoft import filters as semsoft_filters
 from semcal_eval.semsoft import rows as rows_table
 from semcal_eval.semsoft import tuning
-from semcal_eval.semsoft.scoring import SemSoftError, tau_key
+from semcal_eval.semsoft.scoring import SemSoftError
 from semcal_eval.semsoft.spec import REQUEST_TYPE, SemSoftParams, SemSoftRequest, SemSoftRow, as_response
 
 
@@ -49,7 +51,10 @@ class SemSoftTask(ConfigurableTask):
         config = dict(config or {})
         config.pop("class", None)  # TaskConfig rejects unknown keys
         config.pop("output_type", None)
-        self.params = SemSoftParams.from_metadata(config.get("metadata"))
+        self.params = SemSoftParams.from_metadata(config.get("metadata"))  # validated here, once
+        # the effective parameters (defaults included) go into the config lm-eval logs, so a run records what it
+        # used even after a default changes; re-reading them gives the same SemSoftParams
+        config["metadata"] = {**(config.get("metadata") or {}), "semsoft": self.params.as_metadata()}
         self.taus = list(self.params.taus)
         #: this rank's tuning-document instances between build_all_requests and apply_filters (module docstring)
         self.tuning_instances: list[Instance] = []
@@ -76,8 +81,8 @@ class SemSoftTask(ConfigurableTask):
         wanted = {"baseline": True, "semsoft": True, "recalibrated": self.params.recalibrate,
                   "tuned": self.params.tune, "reference": self.params.reference_predictors}
         flt = [{"name": r.name, "filter": steps[r.kind](r)} for r in rows_table.ROWS if wanted.get(r.kind)]
-        sweep = [{"name": rows_table.sweep_name(tau_key(t)),
-                  "filter": [{"function": "semsoft_select", "source": "semsoft", "tau": t}]} for t in self.taus[1:]]
+        sweep = [{"name": r.name, "filter": [{"function": "semsoft_select", "source": r.source, "tau": r.tau}]}
+                 for r in map(rows_table.sweep_row, self.taus[1:])]
         at = next(i for i, f in enumerate(flt) if f["name"] == "semsoft") + 1  # the sweep follows semsoft
         return flt[:at] + sweep + flt[at:]
 
@@ -112,18 +117,17 @@ class SemSoftTask(ConfigurableTask):
 
     # -- requests -----------------------------------------------------------------------------------------
     def build_all_requests(self, **kwargs) -> None:
-        """lm-eval's request building, plus a check that would otherwise fail only after the model pass.
+        """lm-eval's request building, plus one line, before the model pass, when this run has too few documents
+        for the cross-fitted rows: those rows are then skipped (absent from the results; the filter logs the
+        reason in their filtered_resps), the others are computed.
 
-        The check counts every document of the run, not this rank's shard, so it fires the same way under
-        ``accelerate launch`` (the cross-fitted rows are fitted on the gathered documents)."""
+        The count is every document of the run, not this rank's shard, so it is the same under ``accelerate
+        launch`` (the cross-fitted rows are fitted on the gathered documents)."""
         n = self._n_evaluated(kwargs.get("limit"), kwargs.get("samples"))
-        need = 2 * recalibration.MIN_FIT_DOCS
-        if self.params.recalibrate and 0 < n < need:
-            raise SemSoftError(
-                f"task {self.config.task}: cross-fitted temperature scaling (rows constrained_ts / semsoft_ts) "
-                f"needs at least {need} documents ({recalibration.MIN_FIT_DOCS} per fold), got {n}; raise "
-                "--limit or pass --metadata '{\"recalibrate\": false}'"
-            )
+        skip = crossfit.skip_reason(n, recalibration.MIN_FIT_DOCS) if self.params.recalibrate and n > 0 else None
+        if skip is not None:
+            ts = [r.name for r in rows_table.ROWS if r.kind == "recalibrated"]
+            logging.getLogger(__name__).warning("task %s: rows %s skipped: %s", self.config.task, ", ".join(ts), skip)
         self.tuning_responses = None
         self.tuning_instances = []
         super().build_all_requests(**kwargs)
@@ -240,6 +244,8 @@ class SemSoftTask(ConfigurableTask):
         if "bypass" in declared:  # --predict_only
             return {"bypass": None}
         (row,) = results
+        if isinstance(row, semsoft_filters.SkippedRow):  # no metric: the row is absent from the results
+            return {}
         if not isinstance(row, SemSoftRow):
             raise SemSoftError(f"task {self.config.task}: a filter returned {type(row).__name__}, not a SemSoftRow; "
                                "a semsoft row's last filter must be one of semcal_eval.semsoft.filters")

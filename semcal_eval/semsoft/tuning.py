@@ -27,13 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import classification_record, to_arrays
 
-from .scoring import SemSoftError, tau_key
+from .rows import tau_key
+from .scoring import SemSoftError
 
-__all__ = ["config_key", "parse_key", "grid_keys", "Choice", "select", "MIN_TUNE_DOCS", "CRITERIA"]
+__all__ = ["GridPoint", "grid_points", "Choice", "select", "MIN_TUNE_DOCS", "CRITERIA"]
 
 #: ``tune_by`` -> (the metric on hard-label tasks, the metric on soft-label tasks)
 CRITERIA = {"brier": ("brier_mc", "soft_brier"), "nll": ("nll", "soft_nll")}
@@ -42,40 +44,39 @@ CRITERIA = {"brier": ("brier_mc", "soft_brier"), "nll": ("nll", "soft_nll")}
 MIN_TUNE_DOCS = 10
 
 
-def config_key(label_embedding: str, top_k: int, tau: float) -> str:
-    """Key of one grid configuration: ``"first/k100/tau0.2"``."""
-    return f"{label_embedding}/k{int(top_k)}/tau{tau_key(tau)}"
+class GridPoint(NamedTuple):
+    """One configuration of the tuning grid, the typed key of ``SemSoftResponse.grid`` (never parsed back from a
+    string); ``str()`` gives the display form ``first/k100/tau0.2``."""
+
+    label_embedding: str
+    top_k: int
+    tau: float
+
+    def __str__(self) -> str:
+        return f"{self.label_embedding}/k{int(self.top_k)}/tau{tau_key(self.tau)}"
 
 
-def parse_key(key: str) -> dict:
-    """``"first/k100/tau0.2"`` → ``{"label_embedding": "first", "top_k": 100, "tau": 0.2}``."""
-    try:
-        emb, k, tau = key.split("/")
-        return {"label_embedding": emb, "top_k": int(k.removeprefix("k")), "tau": float(tau.removeprefix("tau"))}
-    except ValueError:
-        raise SemSoftError(f"not a semsoft grid key: {key!r} (expected e.g. 'first/k100/tau0.2')") from None
-
-
-def grid_keys(grid: dict) -> list[str]:
+def grid_points(grid: dict) -> list[GridPoint]:
     """The grid's configurations in its order: embedding, then K, then τ."""
-    return [config_key(e, k, t) for e in grid["label_embeddings"] for k in grid["top_k"] for t in grid["taus"]]
+    return [GridPoint(e, int(k), float(t)) for e in grid["label_embeddings"] for k in grid["top_k"]
+            for t in grid["taus"]]
 
 
 @dataclass
 class Choice:
     """The chosen configuration and how it was chosen (``table``: key → (criterion, macro-F1 or None))."""
 
-    key: str
+    key: GridPoint
     criterion: str
     score: float
     n_tune: int
     guard: bool
-    table: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    table: dict[GridPoint, tuple[float, float | None]] = field(default_factory=dict)
 
     def fields(self) -> dict:
         """What each reported record of the row carries (``tuned_*``)."""
-        p = parse_key(self.key)
-        return {"tuned_tau": p["tau"], "tuned_top_k": p["top_k"], "tuned_embedding": p["label_embedding"],
+        p = self.key
+        return {"tuned_tau": p.tau, "tuned_top_k": p.top_k, "tuned_embedding": p.label_embedding,
                 "tuned_n": self.n_tune, "tuned_guard": self.guard}
 
 
@@ -86,8 +87,8 @@ def _score(probs: Sequence, golds: Sequence, softs: Sequence | None, names: list
 
 
 def select(grid_rows: Sequence[dict], baseline_rows: Sequence, golds: Sequence, softs: Sequence | None = None,
-           keys: Sequence[str] | None = None, by: str = "brier") -> Choice:
-    """The configuration of ``grid_rows`` (one ``{key: probs}`` per tuning document) chosen as the module
+           keys: Sequence[GridPoint] | None = None, by: str = "brier") -> Choice:
+    """The configuration of ``grid_rows`` (one ``{GridPoint: probs}`` per tuning document) chosen as the module
     docstring says, with ``baseline_rows`` the constrained distributions of the same documents."""
     if len(grid_rows) < MIN_TUNE_DOCS:
         raise SemSoftError(f"semsoft_tuned needs at least {MIN_TUNE_DOCS} tuning documents, got {len(grid_rows)}")

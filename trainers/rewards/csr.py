@@ -1,34 +1,19 @@
-"""Reward functions for CSR (and semcal's two CSR variants), RLVR, RLCR and RD, with TRL's reward-function
-signature.
+"""CSR (Calibration with Semantic Reward, arXiv 2605.15588; ``method: csr``) and semcal's two variants.
 
-Every reward here is a plain function ``f(prompts, completions, completion_ids, trainer_state, **columns)``
-returning one float per completion, as :class:`trl.GRPOTrainer` calls it. Options (K, ε, λ schedule, score) are
-bound with :func:`functools.partial`; TRL names a partial after the wrapped function, so its own
-``rewards/<name>/mean`` metrics stay readable. Dataset columns used: ``answers`` (list of gold strings) and
-``question`` (the raw question).
-
-**Correctness** — in every method, and in the evaluation tasks — is :func:`semcal_eval.qa.grading.grade` on the
-completion's first line: the folded, normalised answer must *be* a gold alias (lists, hedges, negations and other
-entities are wrong; MS MARCO-style sentence golds use ROUGE-L with the same guards). One grader, so no method is
-trained on a rule the evaluation does not use, and no answer format games it (tests/test_answer_grading.py).
-
-**CSR** (Calibration with Semantic Reward, arXiv 2605.15588; ``method: csr``): r = r_RLVR + λ(t)·r_cal with, for
-rollout j of a group of K, y_j = J(C_j, C*) its correctness and A_ji = J(C_j, C_i) the judge's agreement,
+r = r_RLVR + λ(t)·r_cal with, for rollout j of a group of K, y_j = J(C_j, C*) its correctness and
+A_ji = J(C_j, C_i) the judge's agreement,
 
     r_cal,j = (1/(K−1)) Σ_{i≠j} [ y_j·log a_ji + (1−y_j)·log(1 − a_ji) ],   a_ji = clip(A_ji, ε, 1−ε),
 
 minus the binary cross-entropy between each pairwise agreement and the rollout's correctness (in nats, ∈ [log ε, 0];
 ε the one free constant, csr.yaml's ``eps``), λ(t) linear from 0. The judge J for agreement is ``strict``
 (:class:`semcal_eval.qa.judges.StrictJudge`, the grader's reading of "the same answer"); an empty answer agrees
-with nothing, so the formula scores it as a wrong answer that agrees with nobody (r_cal ≈ 0).
+with nothing, so the formula scores it as a wrong answer that agrees with nobody (r_cal ≈ 0). r_RLVR is
+:func:`trainers.rewards.matching.correctness_reward`; this module returns the λ(t)·r_cal term.
 
 semcal's own variants, each with its own method name (they are *not* the paper's reward):
 ``csr_likelihood`` (``score: likelihood``) and ``csr_spread`` (``score: likelihood_spread``); see
 :func:`group_calibration_scores`. Their known exploits are stated in docs/TRAINING.md.
-
-RLCR (Damani et al., verbalised confidence): 0.5·format + 0.5·correct + 0.5·(1 - (correct - conf)²), split
-into three reward functions so that TRL logs each component. RD (Stangel et al., Rewarding Doubt): the
-normalised log score of a stated 0–10 confidence, :func:`rd_score`.
 """
 
 from __future__ import annotations
@@ -40,36 +25,15 @@ from typing import Any
 import numpy as np
 
 from semcal_eval import qa
-from semcal_eval.qa.grading import grade
 from semcal_eval.qa.judges import Judge, get_judge
-from semcal_eval.qa.prompts import RLCR_SYSTEM_PROMPT  # noqa: F401  (the RLCR training prompt's one copy)
-from semcal_eval.qa.verbalized import parse_rlcr
 from trainers.answer_match import overlap_matrix
+from trainers.rewards.matching import completion_text, correctness, dataset_column, extract_answer, gold_list
 
-__all__ = [
-    "SCHEDULES",
-    "READINGS",
-    "SCORES",
-    "EMPTY_ANSWERS",
-    "AGREEMENT_WRONG",
-    "CSR_METHODS",
-    "GroupLayoutError",
-    "completion_text",
-    "extract_answer",
-    "lambda_at",
-    "validate_calibration_args",
-    "correctness",
-    "calibration_scores",
-    "group_calibration_scores",
-    "correctness_reward",
-    "calibration_reward",
-    "parse_rlcr",
-    "rlcr_format_reward",
-    "rlcr_correctness_reward",
-    "rlcr_brier_reward",
-    "rd_score",
-    "rd_reward",
-]
+__all__ = ["SCHEDULES", "READINGS", "SCORES", "EMPTY_ANSWERS", "AGREEMENT_WRONG", "CSR_METHODS", "DEFAULT_EPS",
+           "DEFAULT_READING", "DEFAULT_LAMBDA_MAX", "DEFAULT_JUDGE", "GroupLayoutError", "lambda_at",
+           "validate_calibration_args", "validate_score", "validate_agreement_wrong", "calibration_scores",
+           "group_calibration_scores", "agreement_judge", "calibration_reward"]
+
 
 SCHEDULES = ("linear", "constant", "step")
 READINGS = ("rollout", "pairwise")
@@ -95,50 +59,6 @@ DEFAULT_JUDGE = "strict"
 
 class GroupLayoutError(ValueError):
     """The completions handed to a group reward do not form whole groups of K rollouts of one prompt."""
-
-
-# ----------------------------------------------------------------------------------------------------------
-# completions → answers
-
-
-def completion_text(completion: Any) -> str:
-    """Text of one TRL completion: a string (standard format) or a list of messages (conversational format,
-    the last message's ``content``). ``None`` and empty message lists give ``""``.
-
-    >>> completion_text(" Paris")
-    ' Paris'
-    >>> completion_text([{"role": "assistant", "content": "Paris"}])
-    'Paris'
-    >>> completion_text([])
-    ''
-    """
-    if completion is None:
-        return ""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, dict):
-        return str(completion.get("content") or "")
-    if isinstance(completion, Sequence):
-        if not completion:
-            return ""
-        return completion_text(completion[-1])
-    return str(completion)
-
-
-def extract_answer(text: str) -> str:
-    """Short answer of a free-form completion, exactly as the QA tasks read it at evaluation time
-    (:func:`semcal_eval.qa.clean_answer`: the first non-empty line, stripped).
-
-    >>> extract_answer(" Paris\\nQ: next question")
-    'Paris'
-    >>> extract_answer("")
-    ''
-    """
-    return qa.clean_answer(text or "")
-
-
-# ----------------------------------------------------------------------------------------------------------
-# λ(t) and validation
 
 
 def lambda_at(
@@ -219,17 +139,13 @@ def validate_calibration_args(
     _validate_schedule(schedule, lambda_max, lambda_min, step_fraction)
 
 
-def _validate_score(score: str, empty_answer: str) -> None:
+def validate_score(score: str, empty_answer: str) -> None:
     if score not in SCORES:
         raise ValueError(f"unknown calibration score {score!r}; choose one of {', '.join(SCORES)} (score=...)")
     if empty_answer not in EMPTY_ANSWERS:
         raise ValueError(
             f"unknown empty_answer rule {empty_answer!r}; choose one of {', '.join(EMPTY_ANSWERS)} (empty_answer=...)"
         )
-
-
-# ----------------------------------------------------------------------------------------------------------
-# pure scores
 
 
 def calibration_scores(
@@ -356,7 +272,7 @@ def group_calibration_scores(
         raise ValueError(f"agreement must be G×K×K and correct G×K; got {A.shape} and {y.shape}")
     G, K = y.shape
     validate_calibration_args(K, eps, reading)
-    _validate_score(score, empty_answer)
+    validate_score(score, empty_answer)
     if np.any((A < 0) | (A > 1)) or not np.all(np.isfinite(A)):
         raise ValueError("agreement values must lie in [0, 1]")
     e = np.zeros((G, K), dtype=bool) if empty is None else np.asarray(empty, dtype=bool)
@@ -398,10 +314,7 @@ def group_calibration_scores(
     return s, p
 
 
-# ----------------------------------------------------------------------------------------------------------
-# judge plumbing
-
-def _judge(judge: str | Judge | None, judge_kwargs: dict | None = None) -> Judge:
+def agreement_judge(judge: str | Judge | None, judge_kwargs: dict | None = None) -> Judge:
     """A Judge instance; names go through :func:`semcal_eval.qa.judges.get_judge`, which caches loaded judges."""
     if judge is None:
         judge = DEFAULT_JUDGE
@@ -410,82 +323,10 @@ def _judge(judge: str | Judge | None, judge_kwargs: dict | None = None) -> Judge
     return judge
 
 
-def _golds(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
-
-
-def _column(kwargs: dict, name: str, n: int, required: bool = True) -> list:
-    col = kwargs.get(name)
-    if col is None:
-        if required:
-            raise KeyError(
-                f"reward needs a dataset column {name!r} (one entry per prompt); the training dataset must carry "
-                f"'prompt', 'question' and 'answers' columns (see trainers.data.build_dataset)"
-            )
-        return [None] * n
-    if len(col) != n:
-        raise ValueError(f"column {name!r} has {len(col)} entries for {n} completions")
-    return list(col)
-
-
-def correctness(questions: Sequence[str], predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> list[float]:
-    """y_i = J(C_i, C*) = :func:`semcal_eval.qa.grading.grade` (prediction i, its golds) as 0.0/1.0: the grader
-    the evaluation tasks use. An empty prediction is never correct.
-
-    >>> correctness(["q"] * 4, ["Paris", "The answer is Paris.", "Paris or Lyon", ""], [["Paris"]] * 4)
-    [1.0, 1.0, 0.0, 0.0]
-    """
-    return [float(grade(p, g, q or "")) for q, p, g in zip(questions, predictions, golds, strict=True)]
-
-
-def _validate_agreement_wrong(agreement_wrong: str) -> None:
+def validate_agreement_wrong(agreement_wrong: str) -> None:
     if agreement_wrong not in AGREEMENT_WRONG:
         raise ValueError(f"unknown agreement_wrong {agreement_wrong!r}; choose one of {', '.join(AGREEMENT_WRONG)} "
                          f"(reward.agreement_wrong=...)")
-
-
-# ----------------------------------------------------------------------------------------------------------
-# TRL reward functions
-
-
-def correctness_reward(
-    prompts: list,
-    completions: list,
-    completion_ids: list | None = None,
-    trainer_state: Any = None,
-    **kwargs,
-) -> list[float]:
-    r"""RLVR correctness reward r_RLVR = J(C_j, C*) ∈ {0, 1}: the completion's first line graded by
-    :func:`semcal_eval.qa.grading.grade` against the gold aliases (the evaluation's grader).
-
-    Args:
-        prompts: the prompts, one per completion (TRL repeats each prompt K times).
-        completions: completions as strings or lists of messages.
-        completion_ids: unused.
-        trainer_state: unused.
-        **kwargs: dataset columns; needs ``answers`` (list of gold strings per row), uses ``question``.
-
-    Example:
-    ```python
-    >>> correctness_reward(["Q: capital of France?\nA:"] * 4, [" Paris", " Lyon", " Paris, Lyon", ""],
-    ...                    answers=[["Paris"]] * 4, question=["capital of France?"] * 4)
-    [1.0, 0.0, 0.0, 0.0]
-
-    ```
-    """
-    n = len(completions)
-    answers = _column(kwargs, "answers", n)
-    questions = _column(kwargs, "question", n, required=False)
-    preds = [extract_answer(completion_text(c)) for c in completions]
-    y = correctness([q or "" for q in questions], preds, [_golds(a) for a in answers])
-    log_metric = kwargs.get("log_metric")
-    if log_metric is not None:
-        log_metric("csr/empty_answer_frac", float(np.mean([not p for p in preds])) if n else 0.0)
-    return y
 
 
 def _dist():
@@ -500,6 +341,48 @@ def _gather(dist, world: int, obj: Any) -> list:
     out: list = [None] * world
     dist.all_gather_object(out, obj)
     return out
+
+
+def _groups(prompts: list, completions: list, kwargs: dict, K: int, gather_groups: bool
+            ) -> tuple[list[str], list[str], list[list[str]], slice]:
+    """(questions, first-line answers, golds, this rank's slice) of whole groups of K consecutive completions
+    (TRL's layout), gathered from every rank first when ``gather_groups``; :class:`GroupLayoutError` when the
+    completions do not form whole groups of one prompt."""
+    n = len(completions)
+    answers = dataset_column(kwargs, "answers", n)
+    questions = [q or "" for q in dataset_column(kwargs, "question", n, required=False)]
+    keys = [repr(p) for p in prompts]
+    preds = [extract_answer(completion_text(c)) for c in completions]
+
+    dist, world, rank = _dist()
+    local = slice(0, n)
+    if world > 1 and gather_groups:
+        parts = _gather(dist, world, (keys, questions, preds, [gold_list(a) for a in answers]))
+        sizes = [len(p[0]) for p in parts]
+        if len(set(sizes)) != 1:
+            raise GroupLayoutError(f"ranks hold different numbers of completions {sizes}; cannot re-assemble groups")
+        keys = [k for p in parts for k in p[0]]
+        questions = [q for p in parts for q in p[1]]
+        preds = [x for p in parts for x in p[2]]
+        golds = [g for p in parts for g in p[3]]
+        local = slice(rank * n, (rank + 1) * n)
+    else:
+        golds = [gold_list(a) for a in answers]
+    N = len(preds)
+    if N % K != 0:
+        where = f"rank {rank} of {world} holds" if world > 1 else "the batch holds"
+        raise GroupLayoutError(
+            f"{where} {N} completions, not a multiple of num_generations={K}: a group of K rollouts is split "
+            f"across processes. Make per_device_train_batch_size × steps_per_generation a multiple of K, or set "
+            f"gather_groups=True to assemble groups across ranks."
+        )
+    for start in range(0, N, K):
+        if len(set(keys[start : start + K])) != 1:
+            raise GroupLayoutError(
+                f"completions {start}..{start + K - 1} do not share one prompt: the K={K} rollouts of a prompt "
+                f"must be consecutive (TRL's layout); check num_generations matches GRPOConfig.num_generations"
+            )
+    return questions, preds, golds, local
 
 
 def calibration_reward(
@@ -564,45 +447,14 @@ def calibration_reward(
     ```
     """
     validate_calibration_args(num_generations, eps, reading, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
-    _validate_score(score, empty_answer)
-    _validate_agreement_wrong(agreement_wrong)
+    validate_score(score, empty_answer)
+    validate_agreement_wrong(agreement_wrong)
     K = int(num_generations)
     n = len(completions)
-    answers = _column(kwargs, "answers", n)
-    questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
-    keys = [repr(p) for p in prompts]
-    preds = [extract_answer(completion_text(c)) for c in completions]
-
-    dist, world, rank = _dist()
-    local = slice(0, n)
-    if world > 1 and gather_groups:
-        parts = _gather(dist, world, (keys, questions, preds, [_golds(a) for a in answers]))
-        sizes = [len(p[0]) for p in parts]
-        if len(set(sizes)) != 1:
-            raise GroupLayoutError(f"ranks hold different numbers of completions {sizes}; cannot re-assemble groups")
-        keys = [k for p in parts for k in p[0]]
-        questions = [q for p in parts for q in p[1]]
-        preds = [x for p in parts for x in p[2]]
-        golds = [g for p in parts for g in p[3]]
-        local = slice(rank * n, (rank + 1) * n)
-    else:
-        golds = [_golds(a) for a in answers]
+    questions, preds, golds, local = _groups(prompts, completions, kwargs, K, gather_groups)
     N = len(preds)
-    if N % K != 0:
-        where = f"rank {rank} of {world} holds" if world > 1 else "the batch holds"
-        raise GroupLayoutError(
-            f"{where} {N} completions, not a multiple of num_generations={K}: a group of K rollouts is split "
-            f"across processes. Make per_device_train_batch_size × steps_per_generation a multiple of K, or set "
-            f"gather_groups=True to assemble groups across ranks."
-        )
-    for start in range(0, N, K):
-        if len(set(keys[start : start + K])) != 1:
-            raise GroupLayoutError(
-                f"completions {start}..{start + K - 1} do not share one prompt: the K={K} rollouts of a prompt "
-                f"must be consecutive (TRL's layout); check num_generations matches GRPOConfig.num_generations"
-            )
 
-    jd = _judge(judge, judge_kwargs)
+    jd = agreement_judge(judge, judge_kwargs)
     y = np.asarray(correctness(questions, preds, golds))
     # qa.agreement_matrix makes an empty answer agree with nothing but itself (diagonal, ignored here).
     A = np.stack([qa.agreement_matrix(questions[s], preds[s : s + K], jd) for s in range(0, N, K)]).astype(float)
@@ -627,155 +479,3 @@ def calibration_reward(
     if log_extra is not None:
         log_extra("confidence", [float(v) for v in p[local]])
     return [float(lam * v) for v in r_cal[local]]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# RLCR (verbalised confidence)
-
-def _parsed_and_correct(completions: list, kwargs: dict, parse) -> tuple[list, list]:
-    """(``parse(text)`` of each completion — (format, answer, confidence) —, its correctness by the grader, as
-    for CSR/RLVR and the evaluation): the verbalised methods' common first step."""
-    n = len(completions)
-    parsed = [parse(completion_text(c)) for c in completions]
-    answers = _column(kwargs, "answers", n)
-    questions = [q or "" for q in _column(kwargs, "question", n, required=False)]
-    return parsed, correctness(questions, [p[1] or "" for p in parsed], [_golds(a) for a in answers])
-
-
-def _rlcr_parts(completions: list, kwargs: dict) -> tuple[list, list, list]:
-    parsed, y = _parsed_and_correct(completions, kwargs, parse_rlcr)
-    return [float(p[0]) for p in parsed], y, [p[2] for p in parsed]
-
-
-def rlcr_format_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, **kwargs) -> list[float]:
-    r"""RLCR format term ∈ {0, 1}: 1 iff the completion is exactly
-    ``<think>…</think><answer>…</answer><analysis>…</analysis><confidence>c</confidence>`` with c ∈ [0, 1].
-    Weighted 0.5 in the RLCR reward.
-
-    Args:
-        prompts: the prompts (unused).
-        completions: completions as strings or lists of messages.
-        completion_ids, trainer_state: unused.
-        **kwargs: unused dataset columns.
-
-    Example:
-    ```python
-    >>> rlcr_format_reward([""] * 2, ["<think>x</think><answer>Paris</answer><analysis>y</analysis>"
-    ...                              "<confidence>0.7</confidence>", "<answer>Paris</answer>"])
-    [1.0, 0.0]
-
-    ```
-    """
-    return [float(parse_rlcr(completion_text(c))[0]) for c in completions]
-
-
-def rlcr_correctness_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, **kwargs
-                            ) -> list[float]:
-    r"""RLCR correctness term ∈ {0, 1}: the answer (the ``<answer>`` block, else the first line, as
-    :func:`parse_rlcr` reads it) matches a gold answer under the judge. Weighted 0.5 in the RLCR reward.
-
-    Args:
-        prompts: the prompts (unused).
-        completions: completions as strings or lists of messages.
-        completion_ids, trainer_state: unused.
-        **kwargs: dataset columns ``answers`` and ``question``.
-
-    Example:
-    ```python
-    >>> rlcr_correctness_reward([""] * 3, ["<answer>Paris</answer>", "<answer>Rome</answer>", ""],
-    ...                         answers=[["Paris"]] * 3)
-    [1.0, 0.0, 0.0]
-
-    ```
-    """
-    return _rlcr_parts(completions, kwargs)[1]
-
-
-def rlcr_brier_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, **kwargs
-                      ) -> list[float]:
-    r"""RLCR calibration term 1 − (correct − conf)² ∈ [0, 1]. A completion with no parseable confidence in
-    [0, 1] scores 0, the worst Brier value, so that leaving the confidence out never pays. Weighted 0.5.
-
-    Args:
-        prompts: the prompts (unused).
-        completions: completions as strings or lists of messages.
-        completion_ids, trainer_state: unused.
-        **kwargs: dataset columns ``answers`` and ``question``; TRL's ``log_metric``.
-
-    Example:
-    ```python
-    >>> rlcr_brier_reward([""] * 3, ["<answer>Paris</answer><confidence>0.8</confidence>",
-    ...                              "<answer>Rome</answer><confidence>0.8</confidence>", "Paris 80"],
-    ...                   answers=[["Paris"]] * 3)
-    [0.96, 0.36, 0.0]
-
-    ```
-    """
-    _, y, conf = _rlcr_parts(completions, kwargs)
-    out = [0.0 if c is None else float(1.0 - (yi - c) ** 2) for yi, c in zip(y, conf, strict=True)]
-    log_metric = kwargs.get("log_metric")
-    if log_metric is not None:
-        seen = [c for c in conf if c is not None]
-        if seen:  # a NaN would poison TRL's running mean of the metric
-            log_metric("rlcr/confidence", float(np.mean(seen)))
-        log_metric("rlcr/confidence_parsed_frac", len(seen) / len(conf) if conf else 0.0)
-    return [round(v, 12) for v in out]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# RD (Rewarding Doubt, Stangel et al. 2025: integer confidence 0–10, logarithmic scoring rule)
-
-RD_SCALE = 10.0
-RD_EPS = 1e-3
-RD_MAX = math.log(1 - RD_EPS)  # the best log score (p = 0.999 on a correct answer)
-RD_MIN = math.log(RD_EPS) / 2  # the paper's floor of the normalisation (half the worst log score)
-RD_FORMAT_PENALTY = -3.0 * RD_SCALE
-RD_CORRECT_BONUS = 0.25
-
-
-def rd_score(confidence: int | None, correct: bool) -> float:
-    r"""The RD reward of one answer. With c ∈ {0..10} the stated confidence and p = clip(c/10, ε, 1−ε), ε = 10⁻³:
-
-        s = log p (correct) or log(1 − p) (wrong);   r = 10 · [ (s − s_min)/(s_max − s_min) + 0.25·correct ]
-
-    s_max = log(1 − ε), s_min = ½·log ε. No confidence (or one outside 0..10) gives −30, the paper's format
-    penalty. The log score is strictly proper, so E[r] is maximised by stating c/10 = P(correct); the 0.25
-    bonus rewards accuracy on top.
-
-    >>> round(rd_score(10, True), 3), round(rd_score(0, False), 3), rd_score(None, True)
-    (12.5, 10.0, -30.0)
-    """
-    if confidence is None or not 0 <= confidence <= 10:
-        return RD_FORMAT_PENALTY
-    p = min(1 - RD_EPS, max(RD_EPS, confidence / 10.0))
-    s = math.log(p) if correct else math.log1p(-p)
-    norm = (s - RD_MIN) / (RD_MAX - RD_MIN) + (RD_CORRECT_BONUS if correct else 0.0)
-    return float(RD_SCALE * norm)
-
-
-def rd_reward(prompts: list, completions: list, completion_ids=None, trainer_state=None, **kwargs) -> list[float]:
-    r"""RD reward (:func:`rd_score`) of each completion, read by :func:`semcal_eval.qa.verbalized.parse_rd`
-    (``Answer: <a>, Confidence: <0-10>``); correctness of the answer by the grader, as for the
-    other methods. Logs ``rd/confidence`` (mean c/10 of the parsed ones), ``rd/parsed_frac`` and
-    ``rd/format_frac`` (exact format).
-
-    Example:
-    ```python
-    >>> [round(v, 2) for v in rd_reward([""] * 3, ["Answer: Paris, Confidence: 8", "Answer: Rome, Confidence: 8",
-    ...                                          "Paris"], answers=[["Paris"]] * 3)]
-    [11.86, 5.34, -30.0]
-
-    ```
-    """
-    from semcal_eval.qa.verbalized import parse_rd
-
-    n = len(completions)
-    parsed, y = _parsed_and_correct(completions, kwargs, parse_rd)
-    log_metric = kwargs.get("log_metric")
-    if log_metric is not None and n:
-        seen = [p[2] / 10 for p in parsed if p[2] is not None]
-        if seen:
-            log_metric("rd/confidence", float(np.mean(seen)))
-        log_metric("rd/parsed_frac", len(seen) / n)
-        log_metric("rd/format_frac", float(np.mean([p[0] for p in parsed])))
-    return [rd_score(p[2], bool(yi)) for p, yi in zip(parsed, y, strict=True)]

@@ -1,6 +1,6 @@
 """Policy lab: GRPO on a policy with shared parameters, trained on some questions and scored on held-out ones.
 
-Closer to a GRPO run on a language model than the tabular lab (:mod:`trainers.reward_lab`), and cheap enough to
+Closer to a GRPO run on a language model than the tabular lab (:mod:`research.reward_lab`), and cheap enough to
 run every design on many seeds on 2 CPU cores:
 
 * **Designs are the shipped configs.** :func:`design_from_config` reads a YAML of ``trainers/configs`` with
@@ -11,7 +11,7 @@ run every design on many seeds on 2 CPU cores:
 * **World** (:func:`make_world`). N questions; each has W + 1 *entities* (0 = the gold, 1..W wrong answers). Each
   entity is written in the base string and an alias (the gold's alias is a gold alias, so it is correct; no
   string judge can tell it is the same entity), and — ``adversaries=True`` — in the trick forms of
-  :data:`trainers.adversaries.GRAMMAR` (:data:`TRICK_FORMS`): surface variants that fold to the same answer
+  :data:`research.answer_grammar.GRAMMAR` (:data:`TRICK_FORMS`): surface variants that fold to the same answer
   (case, quotes, diacritics, Cyrillic homoglyphs, full width, a lead-in), content added to the same claim
   (random words after or before, chatter, the question repeated, a hedge, a transliteration) and, for the wrong
   entities, lists with the gold and the negation "not <gold>"; plus the empty answer. The *base model* is a
@@ -30,7 +30,7 @@ run every design on many seeds on 2 CPU cores:
   evidence (accuracy), w prefers surface forms (tricks). Nothing is specific to one question, so what is
   learnt on the training questions is what shows on the held-out ones.
 * **GRPO** as TRL runs the config on one GPU: each step draws generation_batch / K training questions × K
-  rollouts, scores them, forms TRL's advantages (:func:`trainers.reward_lab.grpo_advantages`, the config's
+  rollouts, scores them, forms TRL's advantages (:func:`research.advantages.grpo_advantages`, the config's
   ``scale_rewards``) and takes an Adam step on the mean of A_j·∇ log π(a_j); 500 steps.
 * **Evaluation** on held-out questions: the answer is the greedy string, correct iff the grader says so (as the
   evaluation tasks grade it); its confidence is the share of 10 samples that make the same *claim* (the same
@@ -66,18 +66,21 @@ import numpy as np
 from semcal_eval import qa
 from semcal_eval.core import metrics as M
 from semcal_eval.qa.judges import get_judge
-from trainers import adversaries as ADV
+import trainers
+from research import answer_grammar as G
+from research.advantages import grpo_advantages
+from research.categorical import sample_rows as _sample
+from research.categorical import softmax_rows as _softmax
 from trainers import rewards as R
 from trainers.answer_match import overlap_matrix
-from trainers.reward_lab import grpo_advantages
 
 __all__ = ["LabDesign", "design_from_config", "PolicyWorld", "make_world", "train", "fit_likelihood", "evaluate",
            "posthoc_rows", "run", "summarise", "format_table", "CSR", "CSR_LIKELIHOOD", "CSR_SPREAD", "RLVR",
            "CHOSEN", "MAIN", "ABLATIONS", "TRICK_FORMS", "LIKELIHOOD_FIT", "PLATT", "ISOTONIC"]
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
+CONFIGS = Path(trainers.__file__).resolve().parent / "configs"
 BASE_FORMS = ("base", "alias")
-#: the trick forms of the world, from trainers.adversaries.GRAMMAR ("lower" is left out: the lab's names are
+#: the trick forms of the world, from research.answer_grammar.GRAMMAR ("lower" is left out: the lab's names are
 #: lower case already)
 SURFACE_FORMS = ("upper", "punct", "accent", "homoglyph", "fullwidth", "lead_in")
 CONTENT_FORMS = ("suffix_1", "suffix_3", "suffix_5", "prefix", "chatter", "question_before", "hedge", "translation")
@@ -204,7 +207,7 @@ class PolicyWorld:
 
 def _strings(q: int, n_wrong: int, forms: tuple[str, ...]):
     """Candidate strings of question q with their source entity, claim and form; trick forms come from
-    trainers.adversaries.GRAMMAR with randomness that depends on (entity, form) only, so every question (of
+    research.answer_grammar.GRAMMAR with randomness that depends on (entity, form) only, so every question (of
     every world) has the same pattern: the same filler words, hedges, marks and letters changed."""
     question = f"Which thing{q} is the topic{q}?"
     gold = f"gold{q}"
@@ -220,7 +223,7 @@ def _strings(q: int, n_wrong: int, forms: tuple[str, ...]):
             elif f == "alias":
                 s = alias if m == 0 else f"alt{q}x{m}"
             else:
-                s = ADV.transform(f, base, question, np.random.default_rng([m, fi]), gold=gold)
+                s = G.transform(f, base, question, np.random.default_rng([m, fi]), gold=gold)
             cands.append(s)
             source.append(m)
             form.append(fi)
@@ -335,16 +338,6 @@ def _logits(world: PolicyWorld, params: dict, rows: np.ndarray) -> np.ndarray:
     b = world.bucket[rows]
     return (params["tau"][b, None] * world.theta0[rows] + params["v"][b, None] * world.evidence[rows]
             + params["w"][b][:, world.form])
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = np.exp(z - z.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
-
-
-def _sample(pi: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    u = rng.random((pi.shape[0], k))
-    return np.minimum((np.cumsum(pi, axis=1)[:, None, :] < u[:, :, None]).sum(axis=2), pi.shape[1] - 1)
 
 
 def group_rewards(world: PolicyWorld, design: LabDesign, idx: np.ndarray, step: int, max_steps: int) -> np.ndarray:

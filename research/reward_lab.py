@@ -14,7 +14,7 @@ project's own code — :func:`trainers.rewards.correctness` (the grader, :func:`
 ``semcal_eval.qa.agreement_matrix`` with the design's judge (``strict``, as every shipped config) and, for
 ``agreement_wrong: overlap``, :func:`trainers.answer_match.overlap_matrix` judge every candidate pair once, then
 :func:`trainers.rewards.group_calibration_scores` and :func:`trainers.rewards.lambda_at` score each group
-with the design's options; advantages by :func:`grpo_advantages`, which reproduces TRL's for each
+with the design's options; advantages by :func:`research.advantages.grpo_advantages`, which reproduces TRL's for each
 ``scale_rewards`` mode, reward weights and both ``multi_objective_aggregation`` modes; then a policy-gradient
 step θ_q += lr·Σ_j A_j ∇ log π_q(a_j) / K with one global second-moment normaliser (Adam's invariance to the
 reward scale, without per-parameter rescaling, so that — as in an LM whose parameters all questions share —
@@ -39,6 +39,8 @@ and ``padded`` (mean probability of padded variants: gaming the judge) and ``los
 questions — initial probability of the correct meaning ≥ 0.01 — whose greedy answer ends wrong).
 
 Run the table with ``python benchmarks/reward_lab.py``; ``tests/test_reward_lab.py`` runs a smaller one.
+Research code (package ``research``, not shipped): it studies the trainer's reward functions and is not part of
+the trainer.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ from semcal_eval import qa
 from semcal_eval.core import metrics as M
 from semcal_eval.qa.answers import normalize_answer, token_f1
 from semcal_eval.qa.judges import Judge, get_judge
+import trainers
+from research.advantages import AGGREGATIONS, SCALE_MODES, grpo_advantages
+from research.categorical import sample_rows as _sample
+from research.categorical import softmax_rows as _softmax
 from trainers import rewards as R
 from trainers.answer_match import overlap_matrix
 
@@ -73,108 +79,6 @@ __all__ = [
     "format_table",
     "DESIGNS",
 ]
-
-SCALE_MODES = ("group", "batch", "none")
-AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
-_STD_EPS = 1e-4  # TRL adds 1e-4 to the std before dividing
-
-
-# ----------------------------------------------------------------------------------------------------------
-# TRL's GRPO advantage
-
-
-def _nanstd(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:
-    """Standard deviation ignoring NaNs with Bessel's correction; NaN where fewer than two values
-    (``trl.trainer.utils.nanstd``)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(x, axis=axis, keepdims=True)
-        var = np.nanmean((x - mean) ** 2, axis=axis, keepdims=True)
-    count = np.sum(~np.isnan(x), axis=axis, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        var = np.where(count > 1, var * count / (count - 1), np.nan)
-    std = np.sqrt(var)
-    return std if keepdims else np.squeeze(std, axis=axis) if axis is not None else std.reshape(())
-
-
-def _nanmean(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(x, axis=axis, keepdims=keepdims)
-
-
-def grpo_advantages(
-    rewards_per_func,
-    num_generations: int,
-    weights=None,
-    scale_rewards: str | bool = "group",
-    aggregation: str = "sum_then_normalize",
-) -> np.ndarray:
-    r"""GRPO advantages exactly as TRL 1.16's ``GRPOTrainer`` forms them from the reward functions' outputs.
-
-    ``rewards_per_func`` is B×F (B = G·K completions, groups of K consecutive rows; F reward functions; NaN
-    where a function returned None). With w the reward weights (default 1 each):
-
-    - ``aggregation="sum_then_normalize"`` (TRL's default): r = Σ_f w_f·r_f (NaN-sum; NaN when every function
-      returned None), Ā_g = group mean, and A = r − Ā_g divided by σ + 10⁻⁴ where σ is the group's std
-      (``scale_rewards="group"``, TRL's default; ``True`` means this), the std of all B rewards (``"batch"``),
-      or not divided at all (``"none"``; ``False`` means this). Stds are NaN-aware with Bessel's correction.
-    - ``aggregation="normalize_then_sum"``: each function is standardised within its group first,
-      ((r_f − mean_g) / (std_g + 10⁻⁴)), then weighted and summed, and the sum standardised over the batch.
-
-    NaN advantages (unscorable completions) become 0. In "group" mode a group whose rewards are all equal gets
-    0 — and any nonzero spread, however small, is blown up to unit scale, which is why a small λ(t) does not
-    scale the calibration term there; "batch" and "none" keep the relative size of the reward terms.
-
-    Returns:
-        the B advantages (float64; TRL computes in float32, so agreement is to ~1e-6 relative).
-
-    >>> grpo_advantages([[1.0], [0.0], [0.0], [0.0]], 4).round(4).tolist()      # one right of four
-    [1.4997, -0.4999, -0.4999, -0.4999]
-    >>> grpo_advantages([[1.0], [0.0], [0.0], [0.0]], 4, scale_rewards="none").tolist()
-    [0.75, -0.25, -0.25, -0.25]
-    """
-    Rf = np.asarray(rewards_per_func, dtype=np.float64)
-    if Rf.ndim == 1:
-        Rf = Rf[:, None]
-    if Rf.ndim != 2:
-        raise ValueError(f"rewards_per_func must be B×F (completions × reward functions), got shape {Rf.shape}")
-    B, F = Rf.shape
-    K = int(num_generations)
-    if K < 1 or B % K:
-        raise ValueError(f"{B} completions do not form whole groups of num_generations={K}")
-    w = np.ones(F) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (F,):
-        raise ValueError(f"{len(w)} reward weights for {F} reward functions")
-    scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
-    if scale not in SCALE_MODES:
-        raise ValueError(
-            f"scale_rewards must be one of {', '.join(SCALE_MODES)} (or True/False), got {scale_rewards!r}"
-        )
-    unscorable = np.isnan(Rf).all(axis=1)
-    if aggregation == "sum_then_normalize":
-        r = np.nansum(Rf * w, axis=1)
-        r[unscorable] = np.nan
-        mean = np.repeat(_nanmean(r.reshape(-1, K), axis=1), K)
-        if scale == "batch":
-            std = np.full(B, _nanstd(r)) if B > 1 else np.zeros(B)
-        else:
-            std = np.repeat(_nanstd(r.reshape(-1, K), axis=1), K) if K > 1 else np.zeros(B)
-        adv = r - mean
-        if scale != "none":
-            adv = adv / (std + _STD_EPS)
-    elif aggregation == "normalize_then_sum":
-        g = Rf.reshape(-1, K, F)
-        mean_k = _nanmean(g, axis=1, keepdims=True)
-        std_k = _nanstd(g, axis=1, keepdims=True) if K > 1 else np.zeros_like(mean_k)
-        r = np.nansum(((g - mean_k) / (std_k + _STD_EPS)).reshape(B, F) * w, axis=1)
-        r[unscorable] = np.nan
-        std = _nanstd(r) if B > 1 else 0.0
-        adv = (r - _nanmean(r)) / (std + _STD_EPS)
-    else:
-        raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}")
-    return np.nan_to_num(adv, nan=0.0)
-
 
 # ----------------------------------------------------------------------------------------------------------
 # reward designs
@@ -220,7 +124,7 @@ class Design:
         if self.agreement_wrong not in ("judge", "overlap"):
             raise ValueError(f"Design.agreement_wrong must be 'judge' or 'overlap', got {self.agreement_wrong!r}")
         R.validate_calibration_args(2, self.eps, self.reading, self.lambda_schedule, self.lambda_max, self.lambda_min)
-        R._validate_score(self.score, self.empty_answer)
+        R.validate_score(self.score, self.empty_answer)
         grpo_advantages(np.zeros((2, 1)), 2, scale_rewards=self.scale_rewards, aggregation=self.aggregation)
 
     @property
@@ -228,7 +132,7 @@ class Design:
         return [1.0] if self.method == "rlvr" else [0.0, 1.0] if self.method == "cal_only" else [1.0, 1.0]
 
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
+CONFIGS = Path(trainers.__file__).resolve().parent / "configs"
 
 
 def design_from_config(path: str | Path, name: str | None = None) -> Design:
@@ -426,11 +330,6 @@ def _judge_candidates(question: str, cands: list[str], golds: list[str], jd: Jud
 # training
 
 
-def _softmax(theta: np.ndarray) -> np.ndarray:
-    z = np.exp(theta - theta.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
-
-
 def group_rewards(world: World, design: Design, idx: np.ndarray, step: int, max_steps: int) -> np.ndarray:
     """The reward functions' outputs for K rollouts (candidate indices ``idx``, N×K) of every question:
     a (N·K)×F array, F = 1 (RLVR) or 2 (correct, λ(t)·r_cal), as the trainer's reward functions return them."""
@@ -482,11 +381,6 @@ def train(
 
 # ----------------------------------------------------------------------------------------------------------
 # evaluation
-
-
-def _sample(pi: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    u = rng.random((pi.shape[0], k))
-    return np.minimum((np.cumsum(pi, axis=1)[:, None, :] < u[:, :, None]).sum(axis=2), pi.shape[1] - 1)
 
 
 def evaluate(world: World, theta: np.ndarray, eval_samples: int | None = 10, seed: int = 0) -> dict[str, float]:

@@ -1,0 +1,333 @@
+"""One grammar of answer transformations: what a policy could do to an answer string to game an answer grader or
+an agreement reward (lead-ins and chatter, lists that name the gold, hedges, negations, case, punctuation,
+accents, homoglyphs, the question repeated, translations, garbling).
+
+The rules and their tables are written once, here, and read in two ways:
+
+**Programs** (the searches). An *attack* is a short program over an answer, a list of (operation, argument)
+steps applied in order (:func:`apply`, :func:`run`); every step is a pure function of (answer, k, gold,
+question), so a failing example reads as a recipe. :func:`attacks` draws programs as a hypothesis strategy
+(shrinking to the smallest failing recipe; tests/test_answer_grading.py, tests/test_reward_adversary_search.py),
+:func:`random_attack` as a seeded numpy draw (benchmarks/adversary_search.py).
+
+**Named tricks** (the labs). :data:`GRAMMAR` names the rules a lab world is built from and says what each
+claims about its result, so that tests can hold it to that claim (tests/test_rd_adversaries.py):
+
+* ``surface`` — the same answer under :func:`semcal_eval.qa.grading.fold` and the grader's answer core (case,
+  punctuation, diacritics "Lyón", Cyrillic homoglyphs "Lуon", full-width letters, a content-free lead-in "The
+  answer is …"): :func:`~semcal_eval.qa.grading.same_answer` with the original, and graded like it.
+* ``content`` — adds or changes content while keeping the claim: filler words before or after, the question
+  repeated, a hedge ("maybe Lyon"), a translation ("Lione"). A different answer for the grader (a gold in this
+  form is wrong) and for the strict judge.
+* ``gold`` — a wrong answer made to mention the gold: lists ("Lyon, Paris", "Paris or Lyon", "either Lyon or
+  Paris") and the negation "not Paris". None of them is correct.
+
+A trick takes ``(answer, gold, question, rng)`` and is deterministic given ``rng``. Where a trick is one step of
+a program it is written as that step with ``k`` drawn from ``rng`` (``upper``, ``lower``, ``hedge``,
+``lead_in``, ``question_before``, ``list_comma``, ``list_or``, ``negation``); the others use the same tables
+with a form no single step writes (random filler words, a random subset of homoglyphs, a precomposed accent,
+full width, a transliteration for names without a translation).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    # tables
+    "WORDS", "PREFIXES", "LEAD_INS", "SUFFIXES", "HEDGES", "NEGATIONS", "SEPARATORS", "OTHERS", "TRANSLATIONS",
+    "HOMOGLYPHS", "CASE_STABLE_HOMOGLYPHS", "ACCENTS",
+    # programs
+    "OPS", "DRESSING", "apply", "run", "attacks", "random_attack", "adds_content",
+    # named tricks
+    "Trick", "GRAMMAR", "ADVERSARIES", "SURFACE", "CONTENT", "GOLD", "transform", "translate", "transliterate",
+    "homoglyph", "accent",
+]
+
+# ----------------------------------------------------------------------------------------------------------
+# tables
+
+#: filler vocabulary for random prefixes and suffixes: ordinary words that name no answer of the labs
+WORDS = tuple(
+    "apple river stone cloud garden window silver morning candle forest yellow bridge engine pocket summer "
+    "thunder marble copper velvet meadow harbor lantern pepper saddle violin walnut feather glacier hammer "
+    "island jungle kettle ladder magnet needle orchard pillow quartz ribbon shadow timber umbrella valley "
+    "wagon yarn zipper anchor basket cactus dolphin eagle falcon goblet helmet igloo jacket koala lemon".split()
+)
+PREFIXES = ("The answer is", "Answer:", "I think", "It's", "Final answer:", "Q: A:", "Sure!", "Hmm,", "well")
+#: the prefixes that carry no content (the grader's answer core strips them): the ``lead_in`` trick's
+LEAD_INS = ("The answer is", "Answer:", "It's", "Final answer:")
+_LEAD_IN_K = tuple(PREFIXES.index(p) for p in LEAD_INS)
+SUFFIXES = ("I think", "probably", "(I'm sure)", "for sure", "!!!", "...", "is the answer", "lol", "right?")
+#: hedges; the ``hedge`` trick draws from the one-word ones (the first four)
+HEDGES = ("maybe", "perhaps", "probably", "possibly", "I guess", "might be")
+NEGATIONS = ("not", "definitely not", "it isn't", "no,", "never")
+SEPARATORS = (", ", " or ", " and ", "/", "; ", " | ", " & ", " vs ")
+OTHERS = ("London", "Berlin", "Lyon", "yes", "no", "Michelle Obama", "Yale University", "1944", "the Seine")
+#: translations of a few real names and words (Italian, Spanish without an accent that would fold away,
+#: Chinese, ...): different answers that a string judge without a lexicon cannot relate to the original
+TRANSLATIONS = {
+    "paris": ("Parigi", "Parí", "巴黎"),
+    "lyon": ("Lione", "Lió", "里昂"),
+    "london": ("Londra", "Londres", "伦敦"),
+    "berlin": ("Berlino", "Berlim", "柏林"),
+    "rome": ("Roma", "Rom", "罗马"),
+    "nice": ("Nizza", "Niza", "尼斯"),
+    "new york": ("Nuova York", "Nueva York", "纽约"),
+    "germany": ("Deutschland", "Germania", "德国"),
+    "yes": ("oui", "sì", "是"),
+    "no": ("non", "nein", "不"),
+}
+#: Latin → a Cyrillic letter drawn like it (each one folds back: semcal_eval.qa.answers.CONFUSABLES)
+HOMOGLYPHS = {"a": "а", "c": "с", "e": "е", "o": "о", "p": "р", "x": "х", "y": "у", "i": "і", "j": "ј", "s": "ѕ",
+              "A": "А", "B": "В", "C": "С", "E": "Е", "H": "Н", "K": "К", "M": "М", "O": "О", "P": "Р", "T": "Т",
+              "X": "Х", "Y": "Ү"}
+#: the program step's look-alikes: a later step may change the case, so only letters whose other case is a
+#: look-alike as well (hence the Greek capitals: Cyrillic "Т" lower-cases to "т", Greek "Τ" to "τ")
+CASE_STABLE_HOMOGLYPHS = {"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "y": "у", "x": "х", "i": "і", "s": "ѕ",
+                          "A": "Α", "K": "Κ", "O": "Ο", "P": "Ρ", "T": "Τ"}
+#: combining marks for the program's accent step (NFC composes them where a precomposed letter exists)
+ACCENTS = ("\u0301", "\u0308", "\u0300", "\u0303", "\u0327")
+#: precomposed accented letters for the ``accent`` trick
+_ACCENTED = {"a": "á", "e": "é", "i": "í", "o": "ó", "u": "ú", "y": "ÿ", "n": "ñ", "c": "ç",
+             "A": "Á", "E": "É", "I": "Í", "O": "Ó", "U": "Ú", "Y": "Ÿ", "N": "Ñ", "C": "Ç"}
+#: Latin → Cyrillic, phonetic (not the look-alikes): a fixed transliteration for answers without a translation
+_TRANSLIT = {
+    "a": "а", "b": "б", "c": "ц", "d": "д", "e": "э", "f": "ф", "g": "г", "h": "х", "i": "и", "j": "й", "k": "к",
+    "l": "л", "m": "м", "n": "н", "o": "о", "p": "п", "q": "к", "r": "р", "s": "с", "t": "т", "u": "у", "v": "в",
+    "w": "в", "x": "кс", "y": "ы", "z": "з",
+}
+_PUNCT_SUFFIX = ("!", "?", ".", "...", ";")
+_FULLWIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}
+
+# ----------------------------------------------------------------------------------------------------------
+# programs
+
+OPS = ("prefix", "suffix", "list_gold", "list_other", "hedge", "negate", "upper", "lower", "title", "punct",
+       "accent", "homoglyph", "question", "translate", "repeat", "space", "garble")
+#: operations that only dress an answer: a grader must give the dressed gold the gold's verdict
+DRESSING = ("upper", "lower", "title", "punct", "accent", "homoglyph", "space")
+
+
+def _accent_mark(s: str, k: int) -> str:
+    letters = [i for i, ch in enumerate(s) if ch.isalpha()]
+    if not letters:
+        return s
+    i = letters[k % len(letters)]
+    return s[: i + 1] + ACCENTS[k % len(ACCENTS)] + s[i + 1:]
+
+
+def _one_homoglyph(s: str, k: int) -> str:
+    spots = [i for i, ch in enumerate(s) if ch in CASE_STABLE_HOMOGLYPHS]
+    if not spots:
+        return s
+    i = spots[k % len(spots)]
+    return s[:i] + CASE_STABLE_HOMOGLYPHS[s[i]] + s[i + 1:]
+
+
+def apply(op: str, k: int, answer: str, gold: str, question: str) -> str:
+    """One step: operation ``op`` with integer argument ``k`` (which table entry, which letter, which order).
+
+    >>> apply("list_gold", 1, "Lyon", "Paris", "Q?"), apply("negate", 5, "Paris", "Paris", "Q?")
+    ('Paris or Lyon', 'not Paris')
+    """
+    if op == "prefix":
+        return f"{PREFIXES[k % len(PREFIXES)]} {answer}"
+    if op == "suffix":
+        return f"{answer} {SUFFIXES[k % len(SUFFIXES)]}"
+    if op in ("list_gold", "list_other"):
+        item = gold if op == "list_gold" else OTHERS[k % len(OTHERS)]
+        sep = SEPARATORS[k % len(SEPARATORS)]
+        parts = [answer, item] if k % 2 == 0 else [item, answer]
+        return ("either " if k % 5 == 0 else "") + sep.join(parts)
+    if op == "hedge":
+        return f"{HEDGES[k % len(HEDGES)]} {answer}"
+    if op == "negate":
+        return f"{NEGATIONS[k % len(NEGATIONS)]} {answer}" if k % 3 else f"{answer} is wrong"
+    if op == "upper":
+        return answer.upper()
+    if op == "lower":
+        return answer.lower()
+    if op == "title":
+        return answer.title()
+    if op == "punct":
+        return ("\"", "'", "«", "(", "")[k % 5] + answer + (".", "!", "?", ")", "»", "。")[k % 6]
+    if op == "accent":
+        return unicodedata.normalize("NFC", _accent_mark(answer, k))
+    if op == "homoglyph":
+        return _one_homoglyph(answer, k)
+    if op == "question":
+        return f"{question} {answer}" if k % 2 == 0 else f"{answer} ({question})"
+    if op == "translate":
+        opts = TRANSLATIONS.get(answer.strip().lower())
+        return opts[k % len(opts)] if opts else answer
+    if op == "repeat":
+        return " ".join([answer] * (2 + k % 2))
+    if op == "garble":  # unique noise in place of the answer: what scattering wrong answers looks like
+        return "".join("zqxjkvbwy"[(k * 7 + i * 3) % 9] for i in range(3 + k % 4))
+    if op == "space":
+        return (" " * (1 + k % 3)) + answer.replace(" ", "  ") + "\t"
+    raise ValueError(f"unknown operation {op!r}; choose one of {', '.join(OPS)}")
+
+
+def run(program, answer: str, gold: str, question: str) -> str:
+    """Apply a program (a sequence of (op, k) steps) to ``answer``."""
+    for op, k in program:
+        answer = apply(op, k, answer, gold, question)
+    return answer
+
+
+def attacks(max_steps: int = 3, ops: tuple[str, ...] = OPS):
+    """A hypothesis strategy of programs of 1..max_steps steps over ``ops``."""
+    from hypothesis import strategies as st
+
+    step = st.tuples(st.sampled_from(ops), st.integers(min_value=0, max_value=59))
+    return st.lists(step, min_size=1, max_size=max_steps)
+
+
+def random_attack(rng: np.random.Generator, max_steps: int = 3, ops: tuple[str, ...] = OPS) -> list[tuple[str, int]]:
+    """A seeded draw of one program (the benchmark's exhaustive counterpart of :func:`attacks`)."""
+    n = int(rng.integers(1, max_steps + 1))
+    return [(ops[int(rng.integers(len(ops)))], int(rng.integers(60))) for _ in range(n)]
+
+
+def adds_content(program) -> bool:
+    """True iff the program holds a step that adds or changes content (not only dressing)."""
+    return any(op not in DRESSING for op, _ in program)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# named tricks
+
+
+def transliterate(answer: str) -> str:
+    """The fixed Cyrillic transliteration of an answer (digits and punctuation kept); a soft sign is added if
+    the result would fold back to the original (an answer made only of look-alike letters).
+
+    >>> transliterate("wrong3x2"), transliterate("Lyon")
+    ('вронг3кс2', 'Лыон')
+    """
+    from semcal_eval.qa.answers import fold
+
+    out = "".join((_TRANSLIT[ch.lower()].capitalize() if ch.isupper() else _TRANSLIT[ch]) if ch.lower() in _TRANSLIT
+                  else ch for ch in answer)
+    return out + "ь" if fold(out) == fold(answer) else out
+
+
+def translate(answer: str, rng: np.random.Generator | None = None) -> str:
+    """A translation of ``answer``: one of :data:`TRANSLATIONS` (chosen by ``rng``, the first without one) for a
+    known name, else :func:`transliterate`."""
+    from semcal_eval.qa.answers import fold
+
+    opts = TRANSLATIONS.get(" ".join(fold(answer).split()))
+    if not opts:
+        return transliterate(answer)
+    return opts[int(rng.integers(len(opts)))] if rng is not None else opts[0]
+
+
+def homoglyph(answer: str, rng: np.random.Generator | None = None) -> str:
+    """Latin letters replaced by Cyrillic look-alikes (:data:`HOMOGLYPHS`): all of them (``rng`` None) or a random
+    non-empty subset. Differs as a string whenever the answer has one of those letters; folds back to the same
+    answer."""
+    pos = [i for i, ch in enumerate(answer) if ch in HOMOGLYPHS]
+    if rng is not None and len(pos) > 1:
+        pos = sorted(rng.choice(pos, size=int(rng.integers(1, len(pos) + 1)), replace=False).tolist())
+    chars = list(answer)
+    for i in pos:
+        chars[i] = HOMOGLYPHS[chars[i]]
+    return "".join(chars)
+
+
+def accent(answer: str, rng: np.random.Generator | None = None) -> str:
+    """Diacritics on letters that take one ("Lyon" → "Lyón"): the last such vowel (``rng`` None) or a random
+    such letter; a combining acute on the first letter when none does. Folds back to the same answer."""
+    pos = [i for i, ch in enumerate(answer) if ch in _ACCENTED]
+    if not pos:
+        i = next((i for i, ch in enumerate(answer) if ch.isalpha()), None)
+        return answer if i is None else answer[: i + 1] + "\u0301" + answer[i + 1 :]
+    vowels = [i for i in pos if answer[i] in "aeiouAEIOU"] or pos
+    i = vowels[-1] if rng is None else int(rng.choice(pos))
+    return answer[:i] + _ACCENTED[answer[i]] + answer[i + 1 :]
+
+
+TrickFn = Callable[[str, str, str, np.random.Generator], str]
+
+
+@dataclass(frozen=True)
+class Trick:
+    """One named rule: ``fn(answer, gold, question, rng)``; ``kind`` surface / content / gold."""
+
+    name: str
+    kind: str
+    fn: TrickFn
+    doc: str = ""
+
+    def __call__(self, answer: str, gold: str, question: str, rng: np.random.Generator) -> str:
+        return self.fn(answer, gold, question, rng)
+
+
+def _words(rng: np.random.Generator, n: int) -> str:
+    return " ".join(rng.choice(WORDS, size=n).tolist())
+
+
+def _step(op: str, k) -> TrickFn:
+    """The trick that is program step ``(op, k)``; ``k`` an int or a function of ``rng`` drawing it."""
+    return lambda a, g, q, rng: apply(op, k(rng) if callable(k) else k, a, g, q)
+
+
+def _rules() -> list[Trick]:
+    return [
+        # surface: the same answer once folded
+        Trick("upper", "surface", _step("upper", 0), "upper case"),
+        Trick("lower", "surface", _step("lower", 0), "lower case"),
+        Trick("punct", "surface", lambda a, g, q, rng: f'"{a}"{rng.choice(_PUNCT_SUFFIX)}', "quotes and a mark"),
+        Trick("accent", "surface", lambda a, g, q, rng: accent(a, rng), 'diacritics: "Lyón"'),
+        Trick("homoglyph", "surface", lambda a, g, q, rng: homoglyph(a, rng), 'Cyrillic look-alikes: "Lуon"'),
+        Trick("fullwidth", "surface", lambda a, g, q, rng: unicodedata.normalize("NFKC", a).translate(_FULLWIDTH),
+              "full-width letters"),
+        Trick("lead_in", "surface", _step("prefix", lambda rng: _LEAD_IN_K[int(rng.integers(len(_LEAD_IN_K)))]),
+              '"The answer is Lyon"'),
+        # content: the claim kept, the answer string changed
+        *[Trick(f"suffix_{n}", "content", (lambda n: lambda a, g, q, rng: f"{a} {_words(rng, n)}")(n),
+                f"{n} random words after") for n in range(1, 6)],
+        Trick("prefix", "content", lambda a, g, q, rng: f"{_words(rng, 1)} {a}", "a random word before"),
+        Trick("chatter", "content", lambda a, g, q, rng: f"{a}, I think, but I am not sure about it",
+              "the answer with chatter"),
+        Trick("question_before", "content", _step("question", 0), "the question repeated before"),
+        Trick("question_after", "content", lambda a, g, q, rng: f"{a} {q}", "the question repeated after"),
+        Trick("hedge", "content", _step("hedge", lambda rng: int(rng.integers(4))), '"maybe Lyon"'),
+        Trick("translation", "content", lambda a, g, q, rng: translate(a, rng), '"Lione", "Parigi", "巴黎"'),
+        # gold: a wrong answer that mentions the gold (list_gold with k = 16: ", ", answer first, no "either";
+        # k = 1: " or ", gold first)
+        Trick("list_comma", "gold", _step("list_gold", 16), '"Lyon, Paris"'),
+        Trick("list_or", "gold", _step("list_gold", 1), '"Paris or Lyon"'),
+        Trick("list_either", "gold", lambda a, g, q, rng: f"either {a} or {g}", '"either Lyon or Paris"'),
+        Trick("negation", "gold", lambda a, g, q, rng: apply("negate", 5, g, g, q), '"not Paris" (the guess dropped)'),
+    ]
+
+
+#: name → :class:`Trick`
+GRAMMAR: dict[str, Trick] = {t.name: t for t in _rules()}
+SURFACE = tuple(n for n, t in GRAMMAR.items() if t.kind == "surface")
+CONTENT = tuple(n for n, t in GRAMMAR.items() if t.kind == "content")
+GOLD = tuple(n for n, t in GRAMMAR.items() if t.kind == "gold")
+#: the tricks that need no gold (every rule but the ``gold`` kind): name → f(answer, question, rng)
+ADVERSARIES: dict[str, Callable[[str, str, np.random.Generator], str]] = {
+    n: (lambda t: lambda a, q, rng: t.fn(a, "", q, rng))(t) for n, t in GRAMMAR.items() if t.kind != "gold"
+}
+
+
+def transform(name: str, answer: str, question: str, rng: np.random.Generator, gold: str = "") -> str:
+    """Apply trick ``name`` of :data:`GRAMMAR` to one answer (``gold`` for the ``gold`` kind)."""
+    if name == "gold_chatter":  # the name before the grammar
+        name = "chatter"
+    if name not in GRAMMAR:
+        raise ValueError(f"unknown trick {name!r}; choose one of {', '.join(GRAMMAR)}")
+    t = GRAMMAR[name]
+    if t.kind == "gold" and not gold:
+        raise ValueError(f"trick {name!r} mentions the gold: pass gold=...")
+    return t(answer, gold, question, rng)
