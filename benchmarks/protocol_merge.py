@@ -16,9 +16,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trainers import protocol as PR  # noqa: E402
 
 
+def _comparable(protocol: dict, key: str):
+    """``protocol[key]``, less what depends on the sitting's ``--runs`` (the post-hoc rows' runs)."""
+    value = protocol.get(key)
+    if key == "eval" and isinstance(value, dict) and isinstance(value.get("posthoc"), dict):
+        value = {**value, "posthoc": {k: v for k, v in value["posthoc"].items() if k != "runs"}}
+    return value
+
+
 def _same_protocol(a: dict, b: dict, where: str) -> None:
     for key in ("eval", "common"):
-        if a.get(key) != b.get(key):
+        if _comparable(a, key) != _comparable(b, key):
             raise SystemExit(f"protocol_merge: {where} used another protocol ({key!r} differs); "
                              "merge only folders run with the same config and size flags")
 
@@ -39,7 +47,9 @@ def main(argv: list[str]) -> int:
                 merged["runs"][name] = {**run, "folder": str(d)}
                 specs[name] = rep["protocol"]["runs"].get(name.split("+")[0])
         merged["seconds"] += float(rep.get("seconds") or 0.0)
-    merged["protocol"] = {**merged["protocol"], "runs": specs}
+    posthoc = dict(merged["protocol"]["eval"].get("posthoc") or {})
+    posthoc["runs"] = sorted({r for rep in reports for r in (rep["protocol"]["eval"].get("posthoc") or {}).get("runs", [])})
+    merged["protocol"] = {**merged["protocol"], "runs": specs, "eval": {**merged["protocol"]["eval"], "posthoc": posthoc}}
     merged["token_ratios"] = PR.summarise(merged["runs"])
     stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(merged, indent=1, default=str))

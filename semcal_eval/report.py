@@ -43,13 +43,14 @@ class ReportError(ValueError):
 
 
 # -- reading -------------------------------------------------------------------------------------------------
-def load_run(path: str | Path) -> dict[str, dict[str, dict]]:
+def load_run(path: str | Path, allow_empty: bool = False) -> dict[str, dict[str, dict]]:
     """{task: {filter: {"doc_ids": [...], "items": [...]}}} from an lm-eval ``--output_path`` folder, read by
-    the one reader of runs (:func:`semcal_eval.runs.load_records`)."""
+    the one reader of runs (:func:`semcal_eval.runs.load_records`). ``allow_empty``: a run of stock tasks only
+    (no semcal records; its calibration comes from :mod:`semcal_eval.calibrate`)."""
     from semcal_eval.runs import load_records
 
     out = load_records(path)
-    if not out:
+    if not out and not allow_empty:
         raise ReportError(
             f"{path}: no semcal per-document items in the samples files; run lm-eval with "
             "--log_samples on semcal tasks (and without --predict_only)"
@@ -269,8 +270,19 @@ def render_qa(task: str, table: dict, rows: dict, out: Path) -> list[str]:
 
 
 def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False, seed: int = 0) -> Path:
-    """Write ``report.md``, ``report.json`` and PNGs; return the Markdown path."""
-    run = load_run(run_dir)
+    """Write ``report.md``, ``report.json`` and PNGs; return the Markdown path. A run with stock
+    ``multiple_choice`` tasks also gets their calibration (:func:`semcal_eval.calibrate.calibrate_run`: the same
+    rows and CIs as ``semcal-eval calibrate``)."""
+    from semcal_eval import calibrate as calibration
+
+    cal, cal_error = None, None
+    if calibration.has_multiple_choice(run_dir):
+        try:
+            cal = calibration.calibrate_run(run_dir, seed)
+        except ValueError as e:  # RunError / CalibrateError: said in the report, the semcal tables still come
+            cal_error = str(e)
+    stock = cal is not None and any(t["status"] == "computed" for t in cal["tasks"].values())
+    run = load_run(run_dir, allow_empty=stock)
     val = load_run(calibrate_on) if calibrate_on else {}
     out = Path(out_dir) if out_dir else Path(run_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -295,6 +307,10 @@ def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False,
         if qa:
             md += render_qa(task, table, rows, out) + [""]
         summary[task] = table
+    if stock:  # semcal's own multiple_choice tasks (e.g. goemotions_base) are in the tables above, not here
+        md += ["## Stock multiple-choice tasks", "", calibration.markdown(cal), ""]
+    elif cal_error:
+        md += [f"Stock multiple-choice tasks: no calibration ({cal_error})", ""]
     (out / "report.json").write_text(json.dumps(summary, indent=1, default=float))
     path = out / "report.md"
     path.write_text("\n".join(md))

@@ -232,3 +232,18 @@ def test_ragged_choice_counts_pad_and_skip_the_fitted_rows():
     assert set(rows) == {"loglik", "loglik_norm", "uniform"}
     assert rows["uniform"][0]["probs"] == [0.5, 0.5, 0.0]
     assert any("padded" in n for n in notes)
+
+
+def test_report_carries_the_stock_tasks_calibration(mixed_run, tmp_path):
+    """`semcal-eval report` on the same run: the semcal task's rows as before, and the stock task's rows with the
+    numbers `calibrate` wrote (the same function, the same CIs)."""
+    from semcal_eval.report import build_report
+
+    results, _, _ = mixed_run
+    md = build_report(results.parent.parent, tmp_path / "report").read_text()
+    assert "## sst2_stock_semsoft" in md and "## Stock multiple-choice tasks" in md
+    cal = json.loads(results.with_name("calibration.json").read_text())
+    ece = cal["tasks"]["sst2_stock"]["rows"]["loglik"]["ece_uw15"]
+    row = next(ln for ln in md.split("### sst2_stock ")[1].splitlines() if ln.startswith("| loglik |"))
+    assert f"{ece:.3f}" in row
+    assert "`sst2_stock_gen`: skipped" in md
