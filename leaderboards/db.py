@@ -32,6 +32,7 @@ import numpy as np
 from .errors import SubmissionError
 from .identity import model_identity, parse_model_args
 from .recompute import Submission
+from .registry import DERIVED_FILTERS
 from .tolerance import TOLERANCE
 
 SCHEMA_VERSION = 3
@@ -40,10 +41,9 @@ TIERS = ("verified", "spot-checked", "self-reported")
 #: (same task, same documents, same correctness) are one measurement: the spot check's own tolerance, so two
 #: runs the spot check cannot tell apart are duplicates (issue 25).
 DUP_ATOL = TOLERANCE
-#: Rows whose probabilities are fitted across the run's documents (or chosen on other documents): they amplify
-#: a tolerance-sized edit of their source row (constrained_ts turned 6.5e-6 into 5.4e-5, issue 34), so the
-#: near-duplicate test compares only the raw, per-document rows.
-DERIVED_FILTERS = frozenset({"constrained_ts", "semsoft_ts", "semsoft_tuned"})
+#: Rows fitted or chosen across the run's documents (the rows table's): they amplify a tolerance-sized edit of
+#: their source row (constrained_ts turned 6.5e-6 into 5.4e-5, issue 34), so the near-duplicate test compares
+#: only the raw, per-document rows.
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -202,14 +202,16 @@ def _near_duplicate(con: sqlite3.Connection, sub: Submission) -> int | None:
     a run of derived rows only is compared on those."""
     candidates: set[int] | None = None
     model_rows = [e for e in sub.entries if not e.is_reference]
-    raw = [e for e in model_rows if e.filter not in DERIVED_FILTERS] or model_rows
-    for e in raw:
+    raw = [e for e in model_rows if e.filter not in DERIVED_FILTERS]
+    # stored rows compared against: the raw ones, or every model row when the run has derived rows only
+    rows, leave_out = (raw, sorted(DERIVED_FILTERS)) if raw else (model_rows, [])
+    where = f" AND filter NOT IN ({', '.join('?' * len(leave_out))})" if leave_out else ""
+    for e in rows:
         conf, correct = np.asarray(e.conf, dtype="<f8"), np.asarray(e.correct, dtype="<f8")
         match = set()
         for sid, c, y in con.execute(
             "SELECT submission_id, conf, correct FROM entries WHERE task = ? AND doc_set_hash = ? AND n_docs = ? "
-            f"AND is_reference = 0 AND filter NOT IN ({', '.join('?' * len(DERIVED_FILTERS))})",
-            (e.task, e.doc_set_hash, e.n_docs, *sorted(DERIVED_FILTERS)),
+            "AND is_reference = 0" + where, (e.task, e.doc_set_hash, e.n_docs, *leave_out),
         ):
             c, y = np.frombuffer(c, dtype="<f8"), np.frombuffer(y, dtype="<f8")
             if len(c) == len(conf) and np.array_equal(y, correct) and np.allclose(c, conf, rtol=0, atol=DUP_ATOL):

@@ -58,11 +58,8 @@ def model_identity(model_args: str | dict | None) -> tuple[str, str, str]:
 
 
 def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def weights_key(pretrained: str) -> str:

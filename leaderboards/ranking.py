@@ -38,6 +38,7 @@ top place. If a group has several submissions for one task the latest one counts
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
 
 import numpy as np
@@ -96,9 +97,7 @@ def _prr_extreme(conf: np.ndarray, correct: np.ndarray, best: bool) -> float:
     key = np.lexsort((conf, y if best else ~y, group))  # within a group: wrong first when best
     ranked = np.empty(len(conf))
     ranked[key] = np.arange(len(conf), dtype=float) / max(1, len(conf) - 1)  # PRR reads only the order
-    import warnings
-
-    with warnings.catch_warnings():
+    with warnings.catch_warnings():  # an undefined PRR (one class) is NaN, handled by the caller
         warnings.simplefilter("ignore")
         return float(prr(y_true=correct, y_prob=ranked))
 
@@ -163,16 +162,8 @@ def _tied_ranks(intervals: list[tuple[float, float]], values: list[float]) -> li
 
 
 def _rank(values: list[float]) -> list[int]:
-    """Competition ranks ("1224"), ascending, NaN last."""
-    key = [(math.isnan(v), v if not math.isnan(v) else 0.0) for v in values]
-    order = sorted(range(len(values)), key=lambda i: key[i])
-    ranks = [0] * len(values)
-    for pos, i in enumerate(order):
-        if pos and key[i] == key[order[pos - 1]]:
-            ranks[i] = ranks[order[pos - 1]]
-        else:
-            ranks[i] = pos + 1
-    return ranks
+    """Competition ranks ("1224"), ascending, NaN last, without tolerance bands (equal values tie)."""
+    return _tied_ranks([(v, v) for v in values], values)
 
 
 def rank_entries(entries: list[dict]) -> list[dict]:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from semcal_eval.harness.task_yaml import TaskYamlError, iter_task_configs
-from semcal_eval.semsoft.rows import REFERENCES
+from semcal_eval.semsoft.rows import DERIVED, REFERENCES
 
 REFERENCE_FILTERS = REFERENCES  # the rows table's model-free rows (Contract 3: reference predictors are filters)
+DERIVED_FILTERS = frozenset(DERIVED)  # the rows table's cross-fitted and tuned rows
 
 
 class RegistryError(TaskYamlError):

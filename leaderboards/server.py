@@ -36,6 +36,7 @@ import socket
 import stat
 import sys
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -161,8 +162,6 @@ class BoardHandler(http.server.BaseHTTPRequestHandler):
     def _send_body(self, fh) -> None:
         """Copy ``fh`` to the client in CHUNK pieces; stop (closing the connection) when the client reads slower
         than the server's minimum rate or the response outlives its deadline."""
-        import time
-
         t0, sent = time.monotonic(), 0
         srv = self.server
         try:
@@ -230,8 +229,6 @@ class BoardServer(http.server.ThreadingHTTPServer):
                 self._live[sock][2] = True
 
     def process_request(self, request, client_address):
-        import time
-
         evict = None
         with self._lock:
             same = sum(1 for v in self._live.values() if v[0] == client_address[0])

@@ -61,8 +61,8 @@ from .registry import REFERENCE_FILTERS
 # the tolerance (leaderboards.tolerance) is shared with the near-duplicate test and the ranking's tie bands
 from .tolerance import CROSSFIT_ATOL, TOLERANCE, TOLERANCES
 
-__all__ = ["TOLERANCE", "TOLERANCES", "FRACTION", "MIN_DOCS", "SpotCheck", "SpotCheckRejected", "NotCheckable",
-           "sample_size", "miss_probability", "sample_doc_ids", "claimed_model", "spot_check",
+__all__ = ["TOLERANCE", "TOLERANCES", "FORGED_SHARE", "MISS_PROB", "MIN_DOCS", "SpotCheck", "SpotCheckRejected",
+           "NotCheckable", "sample_size", "miss_probability", "sample_doc_ids", "claimed_model", "spot_check",
            "check_crossfit", "check_tuned_row", "draw_tag", "chosen_tag", "secret_commitment", "reach_probability"]
 
 
@@ -70,7 +70,6 @@ __all__ = ["TOLERANCE", "TOLERANCES", "FRACTION", "MIN_DOCS", "SpotCheck", "Spot
 #: is missed with probability at most MISS_PROB: C(N-m, k) / C(N, k) <= 0.01 (hypergeometric; see sample_size).
 FORGED_SHARE = 0.01
 MISS_PROB = 0.01
-FRACTION = FORGED_SHARE  # kept for callers of the old name
 MIN_DOCS = 20
 #: Filters whose probabilities depend on other documents than their own (fitted across the run's documents),
 #: with the row they are fitted from.
@@ -214,7 +213,7 @@ def draw_tag(con: sqlite3.Connection, content_hash: str, task: str, doc_set_hash
     ``"semcal-spot-check-v2\0<content hash>\0<task>\0<doc-set hash>"``), hex. ``content_hash`` is the
     submission's predictions hash. Without the secret the tag (and so the sample, :func:`sample_doc_ids`) cannot
     be computed, not even by brute force over the published values; every new submission gets a fresh,
-    independent draw, and the number of rejected draws per weights is capped (:func:`max_attempts`)."""
+    independent draw, and the number of rejected draws per weights is capped (:func:`leaderboards.attempts.max_attempts`)."""
     msg = "\0".join(["semcal-spot-check-v2", str(content_hash), str(task), str(doc_set_hash)]).encode()
     return hmac.new(_secret(con), msg, hashlib.sha256).hexdigest()
 

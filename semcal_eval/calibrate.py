@@ -45,10 +45,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+from scipy.special import softmax
 
 from semcal_eval.core import metric_table as T
 from semcal_eval.core import recalibration, references
 from semcal_eval.core.crossfit import crossfit
+from semcal_eval.core.crossfit import skip_reason as crossfit_skip_reason
 from semcal_eval.core.records import classification_record, to_arrays
 from semcal_eval.runs import RunError, find_results, iter_samples, locate_run, read_results, row_record
 
@@ -133,11 +135,6 @@ def mc_gold(target, choices: list[str]) -> int | list[int] | None:
     return None
 
 
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
-    return e / e.sum()
-
-
 def _pad(p: np.ndarray, k: int) -> list[float]:
     """A distribution over a document's own choices, padded with zeros to the task's largest choice count (the
     metric table needs one label set; an absent choice has probability 0 and is never gold)."""
@@ -154,8 +151,8 @@ def calibration_rows(lls: list[np.ndarray], choices: list[list[str]], golds: lis
     k = max(ks)
     notes: list[str] = []
     probs = {
-        "loglik": [_softmax(ll) for ll in lls],
-        "loglik_norm": [_softmax(ll / np.array([max(len(c), 1) for c in ch], dtype=float))
+        "loglik": [softmax(ll) for ll in lls],
+        "loglik_norm": [softmax(ll / np.array([max(len(c), 1) for c in ch], dtype=float))
                         for ll, ch in zip(lls, choices)],
     }
     rows = {name: [classification_record(_pad(p, k), g) for p, g in zip(ps, golds)] for name, ps in probs.items()}
@@ -164,7 +161,11 @@ def calibration_rows(lls: list[np.ndarray], choices: list[list[str]], golds: lis
         notes.append(f"documents have {min(ks)}–{k} choices: distributions are padded with zeros to {k}; "
                      "temperature scaling and the prior/majority rows need one choice count and are skipped")
     else:
+        too_few = crossfit_skip_reason(n, recalibration.MIN_FIT_DOCS)  # the filters' rule for `_ts` rows
         for name, ps in probs.items():
+            if too_few is not None:
+                notes.append(f"{name}_ts skipped: {too_few}")
+                continue
             P = np.asarray(ps)
 
             def scale(fold, fit_on, apply_to, P=P):
@@ -175,7 +176,7 @@ def calibration_rows(lls: list[np.ndarray], choices: list[list[str]], golds: lis
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", recalibration.RecalibrationWarning)
                     out = crossfit(n, scale)
-            except ValueError as e:  # too few documents per fold, or one class only
+            except ValueError as e:  # one class only in a fold
                 notes.append(f"{name}_ts skipped: {e}")
                 continue
             rows[f"{name}_ts"] = [classification_record(p, g, temperature=fit.T, at_bound=fit.at_bound)
@@ -324,7 +325,12 @@ def markdown(cal: dict) -> str:
 def write_calibration(run: str | Path, seed: int = T.CI_SEED) -> tuple[dict, Path, Path]:
     """Compute the calibration of a run and write ``calibration.json`` and ``calibration.md`` beside its results
     file; return (calibration, json path, Markdown path)."""
-    cal = calibrate_run(run, seed)
+    return save_calibration(calibrate_run(run, seed))
+
+
+def save_calibration(cal: dict) -> tuple[dict, Path, Path]:
+    """Write a computed calibration (:func:`calibrate_run`) as ``calibration.json`` and ``calibration.md`` beside
+    its results file; return (calibration, json path, Markdown path)."""
     results_path = Path(cal["results"])
     jpath, mpath = results_path.with_name("calibration.json"), results_path.with_name("calibration.md")
     jpath.write_text(json.dumps(cal, indent=1, default=float), encoding="utf-8")

@@ -209,16 +209,18 @@ def print_calibration(args, since: float) -> None:
     results = results_of_this_run(output_path, since)
     if results is None:
         return
-    from semcal_eval.calibrate import has_multiple_choice, markdown, write_calibration
+    from semcal_eval.calibrate import calibrate_run, has_multiple_choice, markdown, save_calibration
 
     try:
         if not has_multiple_choice(results):
             return
-        cal, _, path = write_calibration(results)
+        cal = calibrate_run(results)
     except ValueError as e:  # RunError / CalibrateError name the file and the fix
         print(f"semcal-eval: no calibration: {e}", file=sys.stderr)
         return
+    # semcal's own multiple_choice tasks (goemotions_base, ...) are in the summary: nothing to print or write
     if any(t["status"] == "computed" for t in cal["tasks"].values()):
+        _, _, path = save_calibration(cal)
         print(f"\n{markdown(cal)}\n[semcal] calibration written to {path}", flush=True)
 
 

@@ -327,6 +327,30 @@ def test_the_honest_copy_after_a_forgery_is_a_near_duplicate_despite_recalibrate
     rejected(capsys, env["tmp"] / "honest", "duplicate submission", name="honest")
 
 
+def test_a_run_of_derived_rows_only_is_compared_on_those():
+    """The near-duplicate test reads raw rows; a submission holding only derived rows (constrained_ts here) is
+    compared with the stored derived rows instead of with nothing."""
+    import sqlite3
+    from types import SimpleNamespace
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE entries (submission_id INTEGER, task TEXT, filter TEXT, is_reference INTEGER, "
+                "n_docs INTEGER, doc_set_hash TEXT, conf BLOB, correct BLOB)")
+    conf, correct = np.array([0.9, 0.4, 0.7]), np.array([1.0, 0.0, 1.0])
+    for sid, flt in ((7, "constrained_ts"), (8, "constrained")):
+        con.execute("INSERT INTO entries VALUES (?, 't', ?, 0, 3, 'h', ?, ?)",
+                    (sid, flt, conf.astype("<f8").tobytes(), correct.astype("<f8").tobytes()))
+
+    def entry(flt, c):
+        return SimpleNamespace(is_reference=False, filter=flt, conf=c, correct=correct, task="t", doc_set_hash="h",
+                               n_docs=3)
+
+    assert DB._near_duplicate(con, SimpleNamespace(entries=[entry("constrained_ts", conf + 1e-7)])) == 7
+    # with a raw row present, only stored raw rows count: the stored constrained row (#8), not #7's derived one
+    assert DB._near_duplicate(con, SimpleNamespace(entries=[entry("constrained", conf)])) == 8
+    assert DB._near_duplicate(con, SimpleNamespace(entries=[entry("constrained_ts", conf + 0.1)])) is None
+
+
 # ---------------------------------------------------------------- 4. bounded provenance, board.json, server
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Row", "ROWS", "REFERENCES", "STOCK_FILTER", "SWEEP_PREFIX", "row", "row_order", "display_name",
+__all__ = ["Row", "ROWS", "REFERENCES", "DERIVED", "STOCK_FILTER", "SWEEP_PREFIX", "row", "row_order", "display_name",
            "sweep_row", "sweep_taus", "tau_key"]
 
 
@@ -57,6 +57,9 @@ ROWS: tuple[Row, ...] = (
 _BY_NAME = {r.name: r for r in ROWS}
 #: the model-free reference rows, in order (the board recomputes these itself)
 REFERENCES: tuple[str, ...] = tuple(r.name for r in ROWS if r.reference)
+#: the rows fitted or chosen on other documents of the run (cross-fitted temperature, tuned configuration): an
+#: edit of their source row is amplified in them, so the board's near-duplicate test reads the raw rows only
+DERIVED: tuple[str, ...] = tuple(r.name for r in ROWS if r.kind in ("recalibrated", "tuned"))
 #: the name prefix of the τ-sweep rows (``semsoft_tau0.3``)
 SWEEP_PREFIX = "semsoft_tau"
 _OTHER_ORDER = 7  # rows the table does not know (a user's own filter, report-made ``+T`` rows)
