@@ -7,6 +7,7 @@
     semcal-eval board worker [--once] [--db PATH]
     semcal-eval board jobs   [--db PATH]
     semcal-eval board attempts [--clear WEIGHTS [--submitter NAME]] [--db PATH]
+    semcal-eval board register-task [TASK --include-path DIR] [--db PATH]
     semcal-eval board list   [--db PATH]
     semcal-eval board render --out site/ [--db PATH]
     semcal-eval board serve  [--site site/] [--port 8765]
@@ -117,6 +118,13 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--once", action="store_true", help="run at most one job, then exit")
     add_db(w)
 
+    rt = sub.add_parser("register-task", help="register a stock multiple_choice task's config (board operator), "
+                        "so runs of it are checked against its dataset and spot-checked; or list the registered")
+    rt.add_argument("task", nargs="?", default=None, help="the lm-eval task name; none: list the registered tasks")
+    rt.add_argument("--include-path", type=Path, default=None,
+                    help="folder of the task's YAML (and its local data files); default: lm-eval's own tasks")
+    add_db(rt)
+
     at = sub.add_parser("attempts", help="list rejected spot-check attempts (board operator), or clear a cap")
     at.add_argument("--clear", metavar="WEIGHTS", default=None,
                     help="mark the rejected attempts of these weights (the 'weights' column) as cleared")
@@ -176,13 +184,15 @@ def _token(args) -> str | None:
 
 def _submit(con, args, db_path) -> int:
     from . import attempts as attempts_store
-    from . import db, names, spotcheck
+    from . import db, names, spotcheck, stock
     from .identity import model_identity, weights_key
     from .recompute import validate_run
 
     submitter = db.submitter_of(con, _token(args))
     names.check_path_text(str(args.output_dir), "OUTPUT_DIR")
-    sub = validate_run(args.output_dir, args.tasks_dir)
+    registered = stock.registered(con)
+    sub = validate_run(args.output_dir, args.tasks_dir, stock_tasks=registered)
+    stock_regs = {v["task"]: registered.get(v["config_hash"]) for v in sub.stock.values()}
     # Every cheap check before the spot check spends minutes: names (the derived one included) and look-alikes
     # of stored names, duplicates, cross-fitted and tuned rows (model-free, on every document).
     _, label, model_id, _, shown = db.entry_names(sub, args.model_name, args.method)
@@ -210,7 +220,7 @@ def _submit(con, args, db_path) -> int:
         splits = {e.task: e.split for e in sub.entries if e.split}
         try:
             sc = spotcheck.spot_check(sub.results_path, seed=args.spot_check_seed, tags=tags, splits=splits,
-                                      progress=_progress)
+                                      progress=_progress, stock=stock_regs)
         except spotcheck.SpotCheckRejected as e:
             attempts_store.record_attempt(con, model=model_key, tasks=sorted(doc_sets),
                                      doc_sets=[doc_sets[t] for t in sorted(doc_sets)],
@@ -225,6 +235,8 @@ def _submit(con, args, db_path) -> int:
                 "secret_commitment": spotcheck.secret_commitment(con),
                 "rejected_attempts_before": before, "max_attempts": attempts_store.max_attempts()})
         print(sc.message)
+    if sub.stock:
+        verification["stock_tasks"] = sub.stock
     if crossfit:
         verification["crossfit_recomputed"] = crossfit
     if tuned:
@@ -232,7 +244,27 @@ def _submit(con, args, db_path) -> int:
     sid = db.insert(con, sub, args.model_name, args.method, tier=tier, verification=verification,
                     submitter=submitter)
     print(_stored_line(sid, sub, tier, db_path) + f" (submitter {submitter})")
+    for key, st in sorted(sub.stock.items()):
+        print(f"stock task {key}: config sha256 {st['config_hash']}, " + (
+            "registered: checked against the board's documents" if st["registered"] else
+            "not registered: documents and labels as submitted (`semcal-eval board register-task` registers it)"))
     _print_entries(sub)
+    return 0
+
+
+def _register_task(con, args) -> int:
+    from . import stock
+
+    if args.task is None:
+        for r in stock.registered(con).values():
+            print(f"{r.task}\t{r.config_hash}\t{r.split} ({r.n_docs} documents)\t{r.include_path or 'lm-eval tasks'}"
+                  f"\t{r.registered_at}")
+        return 0
+    names.check_path_text(args.task, "TASK")
+    r = stock.register(con, args.task, args.include_path)
+    print(f"registered {r.task} as {stock.entry_task(r.task, r.config_hash)} (config hash {r.config_hash}): "
+          f"{r.split} split, {r.n_docs} documents, built from {r.include_path or 'lm-eval tasks'}. Runs of this "
+          "config are now checked against these documents and spot-checked.")
     return 0
 
 
@@ -289,6 +321,8 @@ def _dispatch(con, args, db_path) -> int:
 
     if args.cmd == "submit":
         return _submit(con, args, db_path)
+    if args.cmd == "register-task":
+        return _register_task(con, args)
     if args.cmd == "submitter":
         if args.action == "add":
             if not args.name:

@@ -34,7 +34,7 @@ from semcal_eval.harness.lm_eval_compat import doc_hash, target_hash
 
 from .errors import SubmissionError
 
-__all__ = ["TaskDocs", "load_task_docs", "doc_hash", "DROPPED_METADATA"]
+__all__ = ["TaskDocs", "load_task_docs", "build_lm_eval_task", "quiet", "doc_hash", "DROPPED_METADATA"]
 
 #: Run metadata never passed to the board's own task: where data is read from is the board's choice, the
 #: training split behind the board's reference rows is the task's own (a submitter choosing it could weaken the
@@ -65,6 +65,10 @@ class TaskDocs:
 
     def target_hash(self, i: int) -> str:
         return target_hash(self._task.doc_to_target(self.docs[i]))
+
+    def choices(self, i: int) -> list[str]:
+        """lm-eval's ``doc_to_choice`` of document ``i``: the choice texts, without the target delimiter."""
+        return [str(c) for c in self._task.doc_to_choice(self.docs[i])]
 
     def gold(self, i: int) -> int | list[int] | None:
         """The gold label (index, or the list of acceptable indices) of document ``i``."""
@@ -136,15 +140,9 @@ def load_task_docs(task: str, tasks_dir: str | os.PathLike, metadata: Any = None
     meta = _clean_metadata(metadata, where or task)
     if data_dir is not None:
         meta["data_dir"] = str(data_dir)
-    from lm_eval.tasks import TaskManager
-
     try:
-        # lm-eval logs task construction at INFO/WARNING and datasets prints progress bars: keep submit's
-        # output to its own lines.
-        with _quiet():
-            tm = TaskManager(include_path=str(Path(tasks_dir)), include_defaults=False, metadata=meta)
-            loaded = tm.load([task])["tasks"]
-            obj = loaded[task]
+        obj = build_lm_eval_task(task, tasks_dir, meta)
+        with quiet():
             docs = obj.eval_docs
             n = len(docs)
     except SubmissionError:
@@ -162,8 +160,23 @@ def load_task_docs(task: str, tasks_dir: str | os.PathLike, metadata: Any = None
     return TaskDocs(task=task, split=split, docs=docs, _task=obj)
 
 
+def build_lm_eval_task(task: str, tasks_dir: str | os.PathLike | None, metadata: dict | None = None):
+    """lm-eval's task object for ``task``, built by its ``TaskManager`` from ``tasks_dir`` alone (None: lm-eval's
+    own task index) with ``metadata``, its log lines and progress bars silenced (:func:`quiet`)."""
+    from lm_eval.tasks import TaskManager
+
+    with quiet():
+        # lm-eval logs task construction at INFO/WARNING and datasets prints progress bars: keep submit's
+        # output to its own lines.
+        if tasks_dir is None:
+            tm = TaskManager(metadata=metadata)
+        else:
+            tm = TaskManager(include_path=str(Path(tasks_dir)), include_defaults=False, metadata=metadata)
+        return tm.load([task])["tasks"][task]
+
+
 @contextlib.contextmanager
-def _quiet():
+def quiet():
     loggers = [logging.getLogger(n) for n in ("lm-eval", "lm_eval", "datasets", "semcal_eval")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:

@@ -246,8 +246,9 @@ def list_jobs(con: sqlite3.Connection) -> list[dict]:
 
 def lm_eval_command(pretrained: str, tasks: list[str], out: Path, *, limit: int | None = None,
                     split: str | None = None, samples: dict | None = None, metadata: dict | None = None,
-                    settings: dict = PINNED) -> list[str]:
-    """The ``python -m semcal_eval`` command line of a board evaluation (also used by the spot check)."""
+                    settings: dict = PINNED, include_path: str | None = None) -> list[str]:
+    """The ``python -m semcal_eval`` command line of a board evaluation (also used by the spot check;
+    ``include_path``: the folder of a registered stock task, :mod:`leaderboards.stock`)."""
     cmd = [sys.executable, "-m", "semcal_eval", "--model", settings["backend"],
            "--model_args", f"pretrained={pretrained},dtype={settings['dtype']}", "--device", settings["device"],
            "--batch_size", str(settings["batch_size"]), "--seed", settings["seed"], "--tasks", ",".join(tasks),
@@ -256,6 +257,8 @@ def lm_eval_command(pretrained: str, tasks: list[str], out: Path, *, limit: int 
         cmd += ["--limit", str(limit)]
     if samples is not None:
         cmd += ["--samples", json.dumps(samples)]
+    if include_path:
+        cmd += ["--include_path", include_path]
     meta = dict(metadata or {})
     if split:
         meta["split"] = split

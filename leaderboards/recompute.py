@@ -8,7 +8,8 @@ task, filter, document or metric:
 1. **shape** (:func:`~leaderboards.stages.check_shape`): ``results``, ``versions``, ``config``, ``n-samples``,
    ``group_subtasks`` and ``configs`` have the types lm-eval writes (a list where an object belongs is refused,
    not crashed on); every task is a known semcal task (:mod:`leaderboards.registry`) at the version its YAML
-   declares; reported values are numbers;
+   declares, or a stock lm-eval ``multiple_choice`` task keyed by its config hash (:mod:`leaderboards.stock`,
+   stages 3-5 in :mod:`leaderboards.stages.stock`); reported values are numbers;
 2. **provenance** (:func:`~leaderboards.stages.check_provenance`): ``date``, versions, hashes, ``config`` and
    ``config.limit`` are validated;
 3. **dataset** (:func:`~leaderboards.stages.check_dataset`, :mod:`leaderboards.dataset_check`): the board
@@ -55,6 +56,7 @@ from .errors import SubmissionError
 from .registry import REFERENCE_FILTERS, TaskSpec, load_registry, tasks_root
 from .stages import (ATOL, RTOL, SCORING_METADATA, Coverage, RunShape, check_dataset, check_filters,  # noqa: F401
                      check_metrics, check_provenance, check_shape, provenance, read_task_rows, reported_metrics)
+from .stages.stock import stock_rows
 
 #: Degenerate confidence: std below this, or at least this share of documents in one ECE bin.
 DEGENERATE_STD = 1e-3
@@ -102,6 +104,12 @@ class Submission:
     predictions_hash: str = ""
     model_args: str = ""
     split: str = ""  # the evaluation split of the run's tasks ("a, b" when tasks differ)
+    stock: dict[str, dict] = field(default_factory=dict)  # stock task key -> StockRows.verification()
+
+    @property
+    def unregistered_stock(self) -> list[str]:
+        """The run's stock tasks whose config hash the board has not registered (their entries are self-reported)."""
+        return sorted(k for k, v in self.stock.items() if not v["registered"])
 
 
 def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.ndarray, np.ndarray]:
@@ -156,25 +164,27 @@ def _entry(task: str, spec: TaskSpec, f: str, kind: str, records: list[dict], co
     return Entry(
         task=task, task_version=spec.version, filter=f, kind=kind, is_reference=is_reference, n_docs=cov.effective,
         n_original=cov.n_split, doc_set_hash=doc_set_hash, reported=reported, board=board, conf=conf,
-        correct=correct, degenerate=degenerate_reason(conf, board["n_bins"]), split=cov.docs.split,
+        correct=correct, degenerate=degenerate_reason(conf, board["n_bins"]), split=cov.split,
         n_split=cov.n_split, coverage=cov.coverage, doc_ids=list(range(cov.effective)), records=records,
         predictions_hash=records_hash(records),
     )
 
 
 def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None, *,
-                 data_dir: str | Path | None = None) -> Submission:
+                 data_dir: str | Path | None = None, stock_tasks: dict | None = None) -> Submission:
     """Read, validate against the dataset, and recompute an lm-eval run; return a :class:`Submission`.
 
     ``tasks_dir``: the board's task folder (default ``$SEMCAL_BOARD_TASKS_DIR`` / ``semcal_eval.TASKS_DIR``);
-    ``data_dir``: where the board reads the datasets (default ``$SEMCAL_DATA_DIR``, else the hub).
+    ``data_dir``: where the board reads the datasets (default ``$SEMCAL_DATA_DIR``, else the hub);
+    ``stock_tasks``: the board's registered stock tasks by config hash (:func:`leaderboards.stock.registered`;
+    None: none registered, so every stock task of the run is self-reported).
     Raises :class:`~leaderboards.errors.SubmissionError` (refused by the board),
     :class:`semcal_eval.runs.RunError` (unreadable run folder) or
     :class:`semcal_eval.core.records.RecordError` (a malformed per-document record, naming file and line);
     all are ValueErrors, listed together in :data:`leaderboards.errors.REJECTED`.
     """
     try:
-        return _validate_run(output_dir, tasks_dir, data_dir)
+        return _validate_run(output_dir, tasks_dir, data_dir, stock_tasks or {})
     except ValueError as e:  # json.loads of an integer literal past Python's digit limit (not a JSON error)
         if "integer string conversion" not in str(e):
             raise
@@ -187,7 +197,7 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None, *,
 
 
 
-def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
+def _validate_run(output_dir, tasks_dir, data_dir, stock_tasks) -> Submission:
     """Stages 1-5 over every task of the run; the board's rows built from what they return."""
     registry = load_registry(tasks_dir)
     results_path = find_results(output_dir)
@@ -197,10 +207,15 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
     entries: list[Entry] = []
     splits: list[str] = []
     hasher = hashlib.sha256()
+    stock_checks: dict[str, dict] = {}
     for task in shape.tasks:
-        task_entries, cov = _task_entries(task, registry[task], shape, run.samples_paths[task], prov.limit,
-                                          tasks_root(tasks_dir), data_dir)
-        splits.append(cov.docs.split)
+        if task in shape.stock:
+            task_entries, cov = _stock_entries(task, shape, run.samples_paths[task], prov.limit, stock_tasks,
+                                               stock_checks)
+        else:
+            task_entries, cov = _task_entries(task, registry[task], shape, run.samples_paths[task], prov.limit,
+                                              tasks_root(tasks_dir), data_dir)
+        splits.append(cov.split)
         for e in task_entries:
             entries.append(e)
             if not e.is_reference:
@@ -211,7 +226,7 @@ def _validate_run(output_dir, tasks_dir, data_dir) -> Submission:
     return Submission(
         content_hash=predictions_hash, results_path=results_path, provenance=prov.provenance, limit=prov.limit,
         entries=entries, predictions_hash=predictions_hash, model_args=prov.model_args,
-        split=", ".join(dict.fromkeys(splits)),
+        split=", ".join(dict.fromkeys(splits)), stock=stock_checks,
     )
 
 
@@ -240,3 +255,20 @@ def _task_entries(task: str, spec: TaskSpec, shape: RunShape, sp: Path, limit, r
         entries.append(_entry(task, spec, kind, CLASSIFICATION, recs, cov, doc_set_hash, is_reference=True,
                               reported={}, where=f"board reference {kind} ({task})"))
     return entries, cov
+
+
+def _stock_entries(task: str, shape: RunShape, sp: Path, limit, stock_tasks: dict,
+                   checks: dict[str, dict]) -> tuple[list[Entry], Coverage]:
+    """A stock multiple_choice task through :func:`leaderboards.stages.stock.stock_rows`: its model rows (the
+    log-likelihood rows and their cross-fitted temperature scaling), then its reference rows, all computed by the
+    board from the logged log-likelihoods."""
+    got = stock_rows(task, shape, sp, limit, stock_tasks)
+    checks[got.key] = got.verification()
+    spec = got.spec()
+    entries = []
+    for name, records in got.rows.items():
+        is_ref = name in REFERENCE_FILTERS
+        entries.append(_entry(got.key, spec, name, CLASSIFICATION, records, got.cov, got.doc_set_hash,
+                              is_reference=is_ref, reported=got.reported.get(name, {}),
+                              where=f"{sp} ({task}, row {name})"))
+    return entries, got.cov

@@ -12,11 +12,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from semcal_eval import calibrate
 from semcal_eval.harness.task_yaml import TaskYamlError, iter_task_configs
 from semcal_eval.semsoft.rows import DERIVED, REFERENCES
 
 REFERENCE_FILTERS = REFERENCES  # the rows table's model-free rows (Contract 3: reference predictors are filters)
-DERIVED_FILTERS = frozenset(DERIVED)  # the rows table's cross-fitted and tuned rows
+# the rows table's cross-fitted and tuned rows, and the stock tasks' cross-fitted ones (semcal_eval.calibrate)
+DERIVED_FILTERS = frozenset(DERIVED) | frozenset(calibrate.DERIVED)
 
 
 class RegistryError(TaskYamlError):

@@ -74,6 +74,8 @@ MIN_DOCS = 20
 #: Filters whose probabilities depend on other documents than their own (fitted across the run's documents),
 #: with the row they are fitted from.
 CROSS_DOCUMENT_FILTERS = {"constrained_ts": "constrained", "semsoft_ts": "semsoft"}
+#: A stock task's rows that are a function of one document's log-likelihoods (leaderboards.stages.stock).
+STOCK_FILTERS = ("loglik", "loglik_norm")
 #: The row whose configuration is chosen on other documents; re-scored at the configuration its records name.
 TUNED_FILTER = "semsoft_tuned"
 #: dtypes whose arithmetic the tolerance was chosen for (None/"auto": the float32 catalogue folders load float32).
@@ -362,16 +364,18 @@ def _task_kinds() -> tuple[set[str], set[str]]:
     return semsoft_task_names(), mc
 
 
-def _record(row: dict):
+def _record(row: dict, strict: bool = True):
+    """The row's semcal record; a row with none is an error when ``strict``, else None (a stock task's row:
+    validate_run already refused any semcal row without its record)."""
     from semcal_eval.runs import RunError, row_record
 
     try:
         got = row_record(row)
     except RunError as e:
         raise SubmissionError(str(e)) from None
-    if got is None:
+    if got is None and strict:
         raise SubmissionError(f"samples row {row.get('_line')}: no semcal record under any of its metrics")
-    return got[1]
+    return None if got is None else got[1]
 
 
 def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
@@ -386,7 +390,9 @@ def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
             continue
         if r.get("metrics") == []:  # a row skipped on a short run: nothing to compare (stages.records.skipped_row)
             continue
-        rec = _record(r)
+        rec = _record(r, strict)
+        if rec is None:
+            continue
         if not isinstance(rec, dict) or "probs" not in rec:
             if strict:
                 raise NotCheckable("records are not classification records")
@@ -397,6 +403,30 @@ def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
         if gold:
             row["gold"] = rec.get("gold")
         out.setdefault(r["filter"], {})[r["doc_id"]] = row
+    return out
+
+
+def _stock_rows(samples_path: Path, wanted: set[int] | None, cfg: dict) -> dict[str, dict[int, dict]]:
+    """row -> doc_id -> {"probs", "doc_hash"} of a stock multiple_choice task's samples: the board's two model
+    rows that are a function of one document (softmax of the choice log-likelihoods, and of the per-character
+    ones: :func:`semcal_eval.calibrate.calibration_rows`). Both are compared, so a log-likelihood shifted by a
+    constant per document (invisible to the first) is caught by the second."""
+    from scipy.special import softmax
+
+    from semcal_eval import calibrate
+    from semcal_eval.runs import iter_samples
+
+    delimiter, mutual_info = calibrate.choice_settings(cfg)
+    out: dict[str, dict[int, dict]] = {name: {} for name in STOCK_FILTERS}
+    for r in iter_samples(samples_path):
+        if wanted is not None and r.get("doc_id") not in wanted:
+            continue
+        try:
+            ll, ch = calibrate.choice_logliks(r, delimiter, mutual_info)
+        except ValueError as e:
+            raise SubmissionError(str(e)) from None
+        for name, z in zip(STOCK_FILTERS, (ll, calibrate.norm_logits(ll, ch))):
+            out[name][r["doc_id"]] = {"probs": list(softmax(z)), "doc_hash": r.get("doc_hash")}
     return out
 
 
@@ -444,10 +474,14 @@ def _tuned_configs(task: str, rows: dict[int, dict], ids: list[int], grid: dict 
 
 
 def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, str] | None = None,
-               splits: dict[str, str] | None = None, work_dir: Path | None = None, progress=print) -> SpotCheck:
+               splits: dict[str, str] | None = None, work_dir: Path | None = None, progress=print,
+               stock: dict | None = None) -> SpotCheck:
     """Spot-check the validated run of ``results_path`` (see the module docstring): the board's **tier** stage.
     ``splits``: task -> the split validate_run checked the documents against (preferred to the run's own
-    metadata).
+    metadata). ``stock``: the run's stock multiple_choice tasks -> their registration
+    (:class:`leaderboards.stock.StockTask`), or None when the board has not registered the task's config: such a
+    task is not re-scored (its documents are the submitter's) and the entry is ``self-reported``. A registered one
+    is re-scored from the registered task folder and its ``loglik`` / ``loglik_norm`` rows compared.
 
     ``tags``: task -> the board's draw tag (:func:`draw_tag`). ``seed``: a seed chosen by the caller
     (``--spot-check-seed``, tag :func:`chosen_tag`); such a check is reported but can never give the
@@ -474,9 +508,19 @@ def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, s
     tmp = Path(tempfile.mkdtemp(prefix="semcal-spotcheck-", dir=work_dir))
     try:
         for task in tasks:
+            cfg = _dict(_dict(results.get("configs")).get(task))
+            reg = (stock or {}).get(task)
             try:
-                _rescorable(task, results, kinds)
-                sub_rows, filters = _submitted_rows(run.samples_paths[task])
+                if task in (stock or {}):
+                    if reg is None:
+                        raise NotCheckable(
+                            "a stock task whose config the board has not registered: its documents and gold labels "
+                            "are the submitter's (an operator registers it: `semcal-eval board register-task`)")
+                    _rescorable(task, results, None)
+                    sub_rows, filters = _stock_rows(run.samples_paths[task], None, cfg), list(STOCK_FILTERS)
+                else:
+                    _rescorable(task, results, kinds)
+                    sub_rows, filters = _submitted_rows(run.samples_paths[task])
             except NotCheckable as e:
                 unchecked[task] = str(e)
                 continue
@@ -485,11 +529,15 @@ def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, s
                 tag = secrets.token_hex(32)  # no board tag given (a library caller): an unpredictable draw
             ids = sample_doc_ids(list(sub_rows[filters[0]]), tag)
             draws[task] = {"tag": tag, "doc_ids": ids}
-            cfg = _dict(_dict(results.get("configs")).get(task))
             try:
-                jobs, split = _rescore_jobs(task, cfg, task in kinds[0], sub_rows, filters, ids, splits)
+                if reg is not None:  # the registered task, on its own split, read as the board reads stock rows
+                    jobs, split = [(filters, {}, ids, None)], None
+                    how = {"include_path": reg.include_path or None, "read": lambda p, c=cfg: _stock_rows(p, None, c)}
+                else:
+                    jobs, split = _rescore_jobs(task, cfg, task in kinds[0], sub_rows, filters, ids, splits)
+                    how = {}
                 failed, worst = _rescore(task, jobs, sub_rows, len(sub_rows[filters[0]]), split, pretrained, tmp,
-                                         worst, progress)
+                                         worst, progress, **how)
             except SpotCheckRejected:
                 raise
             except SubmissionError as e:  # refuted by the re-scoring itself: an attempt like a mismatch
@@ -504,11 +552,11 @@ def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, s
     return _finish(checked, unchecked, worst, draws, chosen, claim, pretrained)
 
 
-def _rescorable(task: str, results: dict, kinds: tuple[set[str], set[str]]) -> None:
+def _rescorable(task: str, results: dict, kinds: tuple[set[str], set[str]] | None) -> None:
     """NotCheckable with the reason when ``task`` of this run cannot be re-scored document by document: its
-    kind (QA generation), few-shot contexts, a chat template or system instruction."""
-    semsoft_tasks, mc_tasks = kinds
-    if task not in semsoft_tasks and task not in mc_tasks:
+    kind (QA generation; ``kinds`` None: a registered stock task), few-shot contexts, a chat template or system
+    instruction."""
+    if kinds is not None and task not in kinds[0] and task not in kinds[1]:
         raise NotCheckable("only semsoft and multiple_choice (*_base) tasks are re-scored; generation (QA) tasks "
                            "are not spot-checked")
     shots = _dict(results.get("n-shot")).get(task)
@@ -546,8 +594,9 @@ def _rescore_jobs(task: str, cfg: dict, semsoft: bool, sub_rows: dict, filters: 
 
 
 def _rescore(task: str, jobs: list[tuple], sub_rows: dict, n_docs: int, split: str | None, pretrained: str,
-             tmp: Path, worst: dict, progress) -> tuple[str, dict]:
-    """Run each job with lm-eval (the board's pinned settings) and fold its differences into ``worst``;
+             tmp: Path, worst: dict, progress, include_path: str | None = None, read=None) -> tuple[str, dict]:
+    """Run each job with lm-eval (the board's pinned settings; ``include_path``: the task folder of a registered
+    stock task) and fold its differences into ``worst``; ``read``: samples path -> rows (default :func:`_rows`).
     ``(why the re-scoring failed, or "", worst)``."""
     from semcal_eval.runs import RunError, locate_run
 
@@ -556,14 +605,14 @@ def _rescore(task: str, jobs: list[tuple], sub_rows: dict, n_docs: int, split: s
     for j_no, (j_filters, j_meta, j_ids, compared_with) in enumerate(jobs):
         out = tmp / f"{task}-{j_no}"
         cmd = lm_eval_command(pretrained, [task], out, samples={task: j_ids}, split=split, metadata=j_meta,
-                              settings=PINNED)
+                              settings=PINNED, include_path=include_path)
         progress(f"spot check: re-scoring {len(j_ids)} of {n_docs} documents of {task} "
                  f"({', '.join(j_filters)}) with {pretrained}")
         err = run_lm_eval(cmd, tmp / f"{task}-{j_no}.log")
         if err:
             return f"re-scoring failed: {err}", worst
         try:
-            new_rows = _rows(locate_run(out, [task]).samples_paths[task], None)
+            new_rows = (read or (lambda p: _rows(p, None)))(locate_run(out, [task]).samples_paths[task])
         except (RunError, NotCheckable) as e:
             return f"re-scoring wrote no usable samples: {e}", worst
         worst = _compare(task, j_filters, sub_rows, new_rows, j_ids, j_meta, split, worst, compared_with)

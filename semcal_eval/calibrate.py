@@ -54,12 +54,13 @@ from semcal_eval.core.crossfit import skip_reason as crossfit_skip_reason
 from semcal_eval.core.records import classification_record, to_arrays
 from semcal_eval.runs import RunError, find_results, iter_samples, locate_run, read_results, row_record
 
-__all__ = ["ROWS", "SKIP_REASONS", "CalibrateError", "choice_logliks", "mc_gold", "calibration_rows",
+__all__ = ["ROWS", "DERIVED", "SKIP_REASONS", "norm_logits", "lm_eval_correct", "choice_settings", "CalibrateError", "choice_logliks", "mc_gold", "calibration_rows",
            "calibrate_task", "calibrate_run", "markdown", "write_calibration", "main"]
 
 #: the rows, in reading order (the model's rows, their recalibrated copies, then the model-free references)
 ROWS: tuple[str, ...] = ("loglik", "loglik_norm", "loglik_ts", "loglik_norm_ts", *references.KINDS)
-_SOURCES = {"loglik": "raw", "loglik_norm": "norm"}
+#: the rows fitted across the evaluated documents (the board's near-duplicate test compares the others)
+DERIVED: tuple[str, ...] = ("loglik_ts", "loglik_norm_ts")
 
 #: why a task of another output type gets no rows
 SKIP_REASONS: dict[str, str] = {
@@ -112,6 +113,16 @@ def choice_logliks(row: dict, delimiter: str = " ", mutual_info: bool = False) -
     return ll, choices
 
 
+def choice_settings(config: dict) -> tuple[str, bool]:
+    """``(target_delimiter, mutual_info)`` of a logged ``multiple_choice`` task config: the text lm-eval puts
+    before each choice (default ``" "``), and whether it also asked the unconditional log-likelihoods
+    (``acc_mutual_info`` in its ``metric_list``)."""
+    delimiter = config.get("target_delimiter", " ")
+    mutual_info = any(isinstance(m, dict) and m.get("metric") == "acc_mutual_info"
+                      for m in config.get("metric_list") or [])
+    return (" " if delimiter is None else str(delimiter)), mutual_info
+
+
 def mc_gold(target, choices: list[str]) -> int | list[int] | None:
     """The gold index (or acceptable indices) of a logged ``target``, resolved as lm-eval's ``process_results``
     does: an index, a list of indices, or a choice text; a digit string is an index (lm-eval's
@@ -135,6 +146,19 @@ def mc_gold(target, choices: list[str]) -> int | list[int] | None:
     return None
 
 
+def norm_logits(ll: np.ndarray, choices: list[str]) -> np.ndarray:
+    """``ll_i / len(choice_i)``: lm-eval's ``acc_norm`` score, characters of the choice text (an empty choice
+    counts as one character, where lm-eval would divide by zero)."""
+    return np.asarray(ll, dtype=float) / np.array([max(len(c), 1) for c in choices], dtype=float)
+
+
+def lm_eval_correct(ll: np.ndarray, choices: list[str], gold: int | list[int]) -> tuple[float, float]:
+    """``(acc, acc_norm)`` of one document as lm-eval's ``process_results`` scores it: 1.0 when the argmax (the
+    first on a tie) of ``ll`` / of :func:`norm_logits` is the gold (or one of the golds), else 0.0."""
+    golds = gold if isinstance(gold, list) else [gold]
+    return (float(int(np.argmax(ll)) in golds), float(int(np.argmax(norm_logits(ll, choices))) in golds))
+
+
 def _pad(p: np.ndarray, k: int) -> list[float]:
     """A distribution over a document's own choices, padded with zeros to the task's largest choice count (the
     metric table needs one label set; an absent choice has probability 0 and is never gold)."""
@@ -152,8 +176,7 @@ def calibration_rows(lls: list[np.ndarray], choices: list[list[str]], golds: lis
     notes: list[str] = []
     probs = {
         "loglik": [softmax(ll) for ll in lls],
-        "loglik_norm": [softmax(ll / np.array([max(len(c), 1) for c in ch], dtype=float))
-                        for ll, ch in zip(lls, choices)],
+        "loglik_norm": [softmax(norm_logits(ll, ch)) for ll, ch in zip(lls, choices)],
     }
     rows = {name: [classification_record(_pad(p, k), g) for p, g in zip(ps, golds)] for name, ps in probs.items()}
     first = np.array([g[0] if isinstance(g, list) else g for g in golds])
@@ -208,10 +231,7 @@ def calibrate_task(task: str, config: dict, samples: Path, lm_eval_metrics: dict
     ``{"status": "skipped", "reason"}`` (a semcal task, a ``multiple_input`` task)."""
     from semcal_eval.report import task_rows
 
-    delimiter = config.get("target_delimiter", " ")
-    delimiter = " " if delimiter is None else str(delimiter)
-    mutual_info = any(isinstance(m, dict) and m.get("metric") == "acc_mutual_info"
-                      for m in config.get("metric_list") or [])
+    delimiter, mutual_info = choice_settings(config)
     by_filter: dict[str, list[tuple[int, np.ndarray, list[str], object]]] = {}
     dropped: dict[str, int] = {}
     for row in iter_samples(samples):

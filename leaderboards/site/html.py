@@ -280,6 +280,21 @@ def _coverage_html(r: dict) -> str:
             f"full-split runs.</p>")
 
 
+def _stock_html(r: dict) -> str:
+    """A stock multiple_choice task's line (leaderboards.stock): its config hash, and whether the board checked
+    its documents (registered) or took them as submitted."""
+    v = r.get("verification")
+    st = (v.get("stock_tasks") or {}).get(r["task"]) if isinstance(v, dict) and isinstance(v.get("stock_tasks"), dict) else None
+    if not isinstance(st, dict):
+        return ""
+    how = ("registered with the board: documents, choices and gold labels checked against the board's own copy"
+           if st.get("registered") is True else
+           "<b>not registered</b> with the board: documents, choices and gold labels are the submitter's")
+    return (f"<p id=\"stock\">Stock lm-eval multiple_choice task <code>{e(st.get('task'))}</code>, config sha256 "
+            f"<code>{e(st.get('config_hash'))}</code>; {how}. Every row was computed by the board from the logged "
+            "choice log-likelihoods.</p>")
+
+
 def _entry_page(slug: str, rows: list[dict], pngs: dict[int, str]) -> str:
     r0 = rows[0]
     parts = [
@@ -287,6 +302,7 @@ def _entry_page(slug: str, rows: list[dict], pngs: dict[int, str]) -> str:
         f"<h1>{e(r0['model_name'])} <small>{e(r0['method'])} &middot; {e(r0['task'])}</small></h1>",
         _tier_html(r0),
         _coverage_html(r0),
+        _stock_html(r0),
         f"<p>Task version {e(r0['task_version'])}; documents: {e(_coverage(r0))}; submitted {e(r0['submitted_at'])}; "
         f"content sha256 <code>{e(r0['content_hash'])}</code>.</p>",
         "<div class=\"scroll\"><table id=\"entry\"><thead><tr><th>Reliability diagram</th>" + _header()

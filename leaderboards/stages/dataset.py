@@ -32,11 +32,12 @@ SCORING_METADATA = frozenset({"version", "semsoft", "pretrained", "dtype", "spli
 class Coverage:
     """Stage 3's output for one task: the board's documents and what the run covers of them."""
 
-    docs: TaskDocs
+    docs: TaskDocs | None  # None: a stock task the board has no dataset for (leaderboards.stock)
     effective: int  # documents evaluated (ids 0..effective-1)
     n_split: int  # size of the split the documents are counted against (the unselected split under a subset)
     coverage: str  # "full" | "partial"
     subset: dict | None  # metadata that selects other documents than the plain split, hashed into the doc set
+    split: str = ""  # the evaluation split's name
 
 
 def expected_effective(limit, original: int) -> int:
@@ -49,19 +50,35 @@ def expected_effective(limit, original: int) -> int:
 
 def check_dataset(task: str, shape: RunShape, limit, root: Path, data_dir) -> Coverage:
     """Stage 3 for one task: load its documents as the board builds the task, and check the run's document
-    counts against them (``original`` = the split's size; ``effective`` = what ``limit`` gives, never 0)."""
+    counts against them (:func:`check_counts`)."""
+    rp = str(shape.results_path)
+    metadata = (shape.configs.get(task) if isinstance(shape.configs.get(task), dict) else {}).get("metadata")
+    docs = load_task_docs(task, root, metadata, data_dir=data_dir, where=rp)
+    cov = check_counts(task, shape, limit, docs.n_split, docs.split, docs)
+    subset = document_subset(task, root, metadata, docs, data_dir, rp)
+    if subset is not None:
+        # metadata that changes which documents the split holds (Civil Comments' band, subsets, filters):
+        # never a full run, and hashed into the document set so it is ranked only with the same selection
+        cov.subset, cov.coverage, cov.n_split = subset[0], "partial", subset[1]
+    return cov
+
+
+def check_counts(task: str, shape: RunShape, limit, n_split: int | None, split: str,
+                 docs: TaskDocs | None = None) -> Coverage:
+    """The run's ``n-samples`` of ``task`` against a split of ``n_split`` documents (``original`` must equal it;
+    None: the board has no dataset to count, and the run's ``original`` is taken as reported) and ``limit``
+    (``effective`` = what ``limit`` gives, never 0); the coverage computed from them."""
     rp = str(shape.results_path)
     ns = shape.n_samples.get(task)
     if not isinstance(ns, dict):
         raise SubmissionError(f"{rp}: n-samples.{task} must hold integer 'original' and 'effective'")
     original = count(ns.get("original"), f"n-samples.{task}.original", rp)
     effective = count(ns.get("effective"), f"n-samples.{task}.effective", rp)
-    metadata = (shape.configs.get(task) if isinstance(shape.configs.get(task), dict) else {}).get("metadata")
-    docs = load_task_docs(task, root, metadata, data_dir=data_dir, where=rp)
-    n_split = docs.n_split
+    if n_split is None:
+        n_split = original
     if original != n_split:
         raise SubmissionError(
-            f"{rp}: task {task}: n-samples.original is {original} but the {docs.split} split the board loads "
+            f"{rp}: task {task}: n-samples.original is {original} but the {split} split the board loads "
             f"has {n_split} documents; coverage is computed from the dataset, not from the run"
         )
     expected = expected_effective(limit, n_split)
@@ -77,13 +94,7 @@ def check_dataset(task: str, shape: RunShape, limit, root: Path, data_dir) -> Co
         )
     if effective == 0:
         raise SubmissionError(f"{rp}: task {task} evaluated no document")
-    cov = Coverage(docs, effective, n_split, "full" if effective == n_split else "partial", None)
-    subset = document_subset(task, root, metadata, docs, data_dir, rp)
-    if subset is not None:
-        # metadata that changes which documents the split holds (Civil Comments' band, subsets, filters):
-        # never a full run, and hashed into the document set so it is ranked only with the same selection
-        cov.subset, cov.coverage, cov.n_split = subset[0], "partial", subset[1]
-    return cov
+    return Coverage(docs, effective, n_split, "full" if effective == n_split else "partial", None, split)
 
 
 def document_subset(task, root, metadata, docs: TaskDocs, data_dir, where) -> tuple[dict, int] | None:

@@ -71,7 +71,7 @@ def read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effectiv
             check_labels(rec, doc_id, f, docs, at)
         flt.records[doc_id] = rec
         flt.lines[doc_id] = line
-    _no_trailing_blank_lines(sp, prev)
+    no_trailing_blank_lines(sp, prev)
     return filters
 
 
@@ -191,7 +191,7 @@ def bounded_numbers(rec, where: str) -> None:
                                   "only")
 
 
-def _no_trailing_blank_lines(sp: Path, last: int) -> None:
+def no_trailing_blank_lines(sp: Path, last: int) -> None:
     """A samples file padded with blank lines after its last row is refused like one with blank lines inside."""
     with open(sp, "rb") as fh:
         fh.seek(0, os.SEEK_END)

@@ -1,4 +1,5 @@
-"""Stage 1, **shape**: the results file has the types lm-eval writes, and names known semcal tasks.
+"""Stage 1, **shape**: the results file has the types lm-eval writes, and names known semcal tasks or stock
+``multiple_choice`` tasks (:mod:`leaderboards.stock`, keyed by their config hash).
 
 A list where an object belongs, a string where a number belongs, an unknown task or a task at another version
 than its YAML declares is refused here, before any later stage indexes into the file, so no later stage can
@@ -8,17 +9,21 @@ or short text for the text parameters), which the records and metrics stages com
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from semcal_eval.core import metric_table as T
 
+from .. import stock
 from ..errors import SubmissionError
 from ..registry import TaskSpec, normalise_version
 
 #: Largest document count accepted anywhere (n-samples, limits): far above any real split, far below
 #: SQLite's 64-bit integers.
 MAX_DOCS = 10**9
+#: A stock task's name as the board shows it (fullmatch: "$" would let a trailing newline in).
+TASK_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
 #: Tasks one run may hold: the board stores and renders every row.
 MAX_TASKS = 64
 
@@ -35,6 +40,7 @@ class RunShape:
     n_samples: dict
     configs: dict
     tasks: list[str] = field(default_factory=list)  # the run's tasks (groups left out), sorted
+    stock: dict[str, str] = field(default_factory=dict)  # stock multiple_choice task -> its config hash
 
 
 @dataclass
@@ -107,8 +113,8 @@ def check_shape(results: dict, results_path: Path, registry: dict[str, TaskSpec]
         raise SubmissionError(f"{rp}: the results hold no task")
     for t in shape.tasks:
         if t not in registry:
-            known = ", ".join(sorted(registry)) or "(none found)"
-            raise SubmissionError(f"{rp}: task {t[:60]!r} is not a semcal task; known tasks: {known}")
+            shape.stock[t] = stock_task(shape, t, registry)
+            continue
         v = shape.versions.get(t)
         if v is not None and not isinstance(v, (str, int, float)):
             raise SubmissionError(f"{rp}: versions.{t} must be a number or a string, got {type(v).__name__}")
@@ -119,6 +125,28 @@ def check_shape(results: dict, results_path: Path, registry: dict[str, TaskSpec]
                 "rerun with the current semcal task definitions"
             )
     return shape
+
+
+def stock_task(shape: RunShape, t: str, registry: dict[str, TaskSpec]) -> str:
+    """The config hash of ``t``, a task that is not semcal's: accepted when lm-eval logged it as a
+    ``multiple_choice`` task under a plain name (:mod:`leaderboards.stock`); refused otherwise, naming what the
+    board accepts."""
+    rp = str(shape.results_path)
+    cfg = shape.configs.get(t)
+    if not isinstance(cfg, dict) or cfg.get("output_type") != stock.OUTPUT_TYPE:
+        kind = cfg.get("output_type") if isinstance(cfg, dict) else None
+        known = ", ".join(sorted(registry)) or "(none found)"
+        raise SubmissionError(
+            f"{rp}: task {t[:60]!r} is not a semcal task and not a stock {stock.OUTPUT_TYPE} task (its logged "
+            f"output_type is {str(kind)[:30]!r}); the board takes semcal's tasks ({known}) and any lm-eval "
+            f"{stock.OUTPUT_TYPE} task with its samples (--log_samples)")
+    if not TASK_NAME.fullmatch(t):
+        raise SubmissionError(f"{rp}: task name {t[:60]!r} is not a plain name (letters, digits, _ . + -, at most "
+                              "64); the board shows it as written")
+    v = shape.versions.get(t)
+    if v is not None and not isinstance(v, (str, int, float)):
+        raise SubmissionError(f"{rp}: versions.{t} must be a number or a string, got {type(v).__name__}")
+    return stock.config_hash(cfg, v)
 
 
 def reported_metrics(task_results: dict, task: str, spec: TaskSpec, where: str) -> Reported:
