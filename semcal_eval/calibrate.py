@@ -65,10 +65,10 @@ DERIVED: tuple[str, ...] = ("loglik_ts", "loglik_norm_ts")
 #: why a task of another output type gets no rows
 SKIP_REASONS: dict[str, str] = {
     "generate_until": (
-        "generate_until: free-text answers have no choice distribution. Semantic-agreement confidence for "
-        "arbitrary generation tasks (K samples, a judge, cluster share) is out of scope for `semcal-eval "
-        "calibrate`; for QA use semcal's QA tasks (nq_open_semagree, triviaqa_semagree, hotpotqa_semagree, "
-        "msmarco_semagree: tasks/README.md), which report that confidence with the same metrics"),
+        "generate_until: free-text answers have no choice distribution, and semantic-agreement confidence needs "
+        "K sampled answers that a stock run does not generate. Wrap the task in a three-line YAML (`include:` it, "
+        "`class: !function semcal_eval.qa.stock.StockSemAgreeTask`; tasks/README.md) and rerun: one greedy answer "
+        "and K samples per question, clustered by a judge, with the QA tasks' metrics"),
     "loglikelihood": "loglikelihood: one continuation per document, no choice set to form a distribution over",
     "loglikelihood_rolling": "loglikelihood_rolling: a perplexity task, no prediction to calibrate",
 }
@@ -286,7 +286,10 @@ def calibrate_run(run: str | Path, seed: int = T.CI_SEED) -> dict:
             tasks[task] = {"status": "skipped", "reason": "group: its tasks are listed on their own"}
             continue
         kind = cfg.get("output_type")
-        if kind == "multiple_choice":
+        if kind != "multiple_choice" and _semcal_metrics(cfg):
+            tasks[task] = {"status": "skipped", "output_type": kind,
+                           "reason": "semcal task: its rows are in the semcal summary already"}
+        elif kind == "multiple_choice":
             mc.append(task)
         else:
             tasks[task] = {"status": "skipped", "output_type": kind,
@@ -299,6 +302,13 @@ def calibrate_run(run: str | Path, seed: int = T.CI_SEED) -> dict:
     order = list(results["results"])
     return {"results": str(results_path), "tasks": {t: tasks[t] for t in order},
             "seconds": time.perf_counter() - started}
+
+
+def _semcal_metrics(cfg: dict) -> bool:
+    """Whether a logged task config scores with semcal's aggregations (a semcal task, or a stock task wrapped by
+    one of semcal's task classes): its rows are in the semcal summary."""
+    return any(isinstance(m, dict) and str(m.get("aggregation", "")).startswith("semcal_")
+               for m in cfg.get("metric_list") or [])
 
 
 def _fmt_metric(m: dict, c: str) -> str:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from leaderboards import db, stock
 from leaderboards.errors import SubmissionError
@@ -80,6 +82,16 @@ def _copy(run: Path, dest: Path, edit_rows=None, edit_results=None) -> Path:
         edit_results(data)
         res.write_text(json.dumps(data))
     return dest
+
+
+_REGISTRY: dict = {}
+
+
+def _registered_once(tasks: Path, tmp_path_factory) -> dict:
+    """The registry of one board database, shared by the generated examples (registering builds the task)."""
+    if not _REGISTRY:
+        _REGISTRY.update(_registered(tasks, tmp_path_factory.mktemp("reg") / "b.sqlite"))
+    return _REGISTRY
 
 
 def _registered(tasks: Path, db_path: Path) -> dict:
@@ -329,3 +341,90 @@ def test_config_hash_refuses_what_is_not_a_config():
     for bad in ([1, 2], "text", None):
         with pytest.raises(SubmissionError, match="JSON object"):
             stock.config_hash(bad, 1.0)
+
+
+# -- generative: a grammar of edits to the samples file ----------------------------------------------------------
+def _apply(rows: list[dict], edits: list[tuple], fix: bool) -> list[dict]:
+    """Apply ``edits`` ((name, doc position, value)) to a copy of the rows; ``fix``: then make every derived field
+    (per-row acc / acc_norm) agree with the edited log-likelihoods and targets, as a careful forger would."""
+    import copy
+    import hashlib
+
+    rows = copy.deepcopy(rows)
+    for name, i, v in edits:
+        r = rows[i % len(rows)]
+        lls = [float(x[0]) for x in r["filtered_resps"]]
+        if name == "scale":
+            lls = [v * x for x in lls]
+        elif name == "shift":
+            lls = [x + v for x in lls]
+        elif name == "swap_ll":
+            lls = lls[::-1]
+        elif name == "flip_target":
+            r["target"] = str(1 - int(r["target"]))
+            r["target_hash"] = hashlib.sha256(r["target"].encode()).hexdigest()
+        elif name == "swap_choices":
+            a = r["arguments"]
+            a["gen_args_0"]["arg_1"], a["gen_args_1"]["arg_1"] = a["gen_args_1"]["arg_1"], a["gen_args_0"]["arg_1"]
+        elif name == "drop":
+            rows.remove(r)
+            continue
+        elif name == "dup":
+            rows.append(copy.deepcopy(r))
+            continue
+        r["filtered_resps"] = [[repr(x), "False"] for x in lls]
+        r["resps"] = [[x] for x in r["filtered_resps"]]
+    if fix:
+        for r in rows:
+            lls = np.array([float(x[0]) for x in r["filtered_resps"]])
+            ch = [a["arg_1"][1:] for a in r["arguments"].values()]
+            y = calibrate.mc_gold(r["target"], ch)
+            if y is not None:
+                r["acc"], r["acc_norm"] = calibrate.lm_eval_correct(lls, ch, y)
+    return rows
+
+
+_EDIT = st.tuples(st.sampled_from(["scale", "shift", "swap_ll", "flip_target", "swap_choices", "drop", "dup"]),
+                  st.integers(0, LIMIT - 1), st.sampled_from([0.5, 2.0, 3.0, -0.7, 1.3]))
+
+
+def _dataset_view(rows: list[dict]) -> list[tuple]:
+    """What a samples file says about the dataset (documents, targets, choice texts, which rows): a registered
+    board refuses any change of it; the rest (the log-likelihoods) only the spot check can refute."""
+    return [(r["doc_id"], r["doc_hash"], r["target"], r["target_hash"],
+             tuple(a["arg_1"] for a in r["arguments"].values())) for r in rows]
+
+
+@given(edits=st.lists(_EDIT, min_size=1, max_size=4), fix=st.booleans())
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_edit_is_refused_or_recomputed_from_what_the_file_says(stock_run, tmp_path_factory, edits, fix):
+    """Over a grammar of edits (and a forger who then makes every derived field consistent, or not): the board
+    refuses the file with a SubmissionError, or every number it stores is what the edited file's log-likelihoods
+    and targets give (an independent numpy recomputation); a registered board refuses every edit of the dataset's
+    side, and accepts log-likelihood edits only when they are consistent."""
+    run, tasks = stock_run
+    regs = _registered_once(tasks, tmp_path_factory)
+    res, sp = _files(run)
+    rows = _apply([json.loads(x) for x in sp.read_text().splitlines()], edits, fix)
+    tmp = tmp_path_factory.mktemp("edit")
+
+    def results(d):
+        _fix_acc(d, rows) if fix and all("acc" in r for r in rows) else None
+
+    forged = _copy(run, tmp / "f", edit_rows=lambda rs: rs.__setitem__(slice(None), rows), edit_results=results)
+    same_dataset = _dataset_view(rows) == _dataset_view([json.loads(x) for x in sp.read_text().splitlines()])
+    # registered runs every check the unregistered board runs, and more: tried only when that one accepts
+    for registered in (False, True):
+        try:
+            sub = validate_run(forged, stock_tasks=regs if registered else None)
+        except SubmissionError:
+            event(f"{'registered' if registered else 'unregistered'}: refused")
+            break
+        event(f"{'registered' if registered else 'unregistered'}: accepted")
+        assert same_dataset or not registered, edits
+        got = {e.filter: e for e in sub.entries}
+        _, sp2 = _files(forged)
+        ref = _independent(sp2)
+        for name in ("loglik", "loglik_norm"):
+            for col in ("acc", "brier", "nll"):
+                assert got[name].board[col] == pytest.approx(ref[name][col], abs=1e-9), (edits, name, col)

@@ -170,7 +170,7 @@ def test_mixed_run_lists_what_was_skipped_and_why(mixed_run):
     results, stdout, _ = mixed_run
     cal = json.loads(results.with_name("calibration.json").read_text())
     gen = cal["tasks"]["sst2_stock_gen"]
-    assert gen["status"] == "skipped" and "out of scope" in gen["reason"] and "semagree" in gen["reason"]
+    assert gen["status"] == "skipped" and "StockSemAgreeTask" in gen["reason"] and "K sampled" in gen["reason"]
     assert cal["tasks"]["sst2_stock_semsoft"]["status"] == "skipped"  # its rows are in the semcal summary
     assert "### sst2_stock (40 documents" in stdout and "sst2_stock_gen`: skipped" in stdout
     # the three-line task lives in the user's folder, yet its rows are in the semcal summary
@@ -206,7 +206,7 @@ def test_generate_until_only_run_is_listed_as_skipped(tmp_path):
     assert not C.has_multiple_choice(tmp_path)
     cal = C.calibrate_run(tmp_path)
     assert {t: v["status"] for t, v in cal["tasks"].items()} == {"my_qa": "skipped", "my_ppl": "skipped"}
-    assert "out of scope" in cal["tasks"]["my_qa"]["reason"]
+    assert "StockSemAgreeTask" in cal["tasks"]["my_qa"]["reason"]
     md = C.markdown(cal)
     assert "`my_qa`: skipped" in md and "`my_ppl`: skipped" in md
 
