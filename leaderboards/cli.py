@@ -106,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="queue a board-run evaluation (verified tier) and run it")
     ev.add_argument("model", help="catalogue name (smollm2-135m), semcal:NAME, or a local HF model folder")
-    ev.add_argument("--tasks", type=_tasks, default=_tasks(DEFAULT_EVAL_TASKS), help="comma-separated task names")
+    ev.add_argument("--tasks", type=_tasks, default=_tasks(DEFAULT_EVAL_TASKS),
+                    help="comma-separated semcal task names or registered stock tasks (name, or name@hash)")
     ev.add_argument("--limit", type=_positive_int, default=None, help="first N documents of each task (partial view)")
     ev.add_argument("--model-name", type=_model_name, default=None, help="name shown (default: the model's own)")
     ev.add_argument("--method", type=_method, default="base")

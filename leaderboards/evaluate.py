@@ -28,6 +28,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import stock
 from .errors import SubmissionError
 
 __all__ = [
@@ -150,9 +151,9 @@ def enqueue(con: sqlite3.Connection, model: str, tasks: list[str], limit: int | 
     if not tasks:
         raise SubmissionError("no task given; pass --tasks goemotions_semsoft (comma-separated for several)")
     known = _known_tasks()
-    unknown = [t for t in tasks if t not in known]
-    if unknown:
-        raise SubmissionError(f"unknown task(s) {', '.join(unknown)}; the board knows: {', '.join(sorted(known))}")
+    # a task the board does not ship may be a registered stock task (leaderboards.stock), run from its folder
+    stock_tasks = {t: stock.lookup(con, t) for t in tasks if t not in known}
+    tasks = [stock_tasks[t].task if t in stock_tasks else t for t in tasks]
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise SubmissionError(f"--limit {limit!r} must be a positive whole number of documents")
     from semcal_eval.core.recalibration import MIN_FIT_DOCS
@@ -167,6 +168,8 @@ def enqueue(con: sqlite3.Connection, model: str, tasks: list[str], limit: int | 
     if device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
         raise SubmissionError(f"--device {device[:40]!r} must be cpu, mps, cuda or cuda:N")
     settings = dict(PINNED, split={t: default_split(t) for t in tasks})
+    if stock_tasks:
+        settings["include_path"] = {r.task: r.include_path for r in stock_tasks.values()}
     if device is not None:
         settings["device"] = device
     cur = con.execute(
@@ -325,15 +328,16 @@ def run_job(con: sqlite3.Connection, job: dict, db_path: Path, *, progress=print
     out = work_root(db_path) / f"job-{jid}"
     shutil.rmtree(out, ignore_errors=True)  # a previous attempt's partial output must not be validated
     splits = job["settings"].get("split") or {}
-    # One lm-eval call per distinct split (the split is a global --metadata key).
+    folders = job["settings"].get("include_path") or {}
+    # One lm-eval call per distinct split (the split is a global --metadata key) and stock task folder.
     groups: dict = {}
     for t in job["tasks"]:
-        groups.setdefault(splits.get(t), []).append(t)
+        groups.setdefault((splits.get(t), folders.get(t)), []).append(t)
     runs = []
-    for i, (split, tasks) in enumerate(sorted(groups.items(), key=lambda kv: str(kv[0]))):
+    for i, ((split, folder), tasks) in enumerate(sorted(groups.items(), key=lambda kv: str(kv[0]))):
         run_dir = out / f"run{i}"
         cmd = lm_eval_command(job["pretrained"], tasks, run_dir, limit=job["limit"], split=split,
-                              settings=job["settings"])
+                              settings=job["settings"], include_path=folder or None)
         progress(f"job {jid}: running {' '.join(tasks)} on {job['model']} (split {split or 'task default'})")
         err = run_lm_eval(cmd, out / f"run{i}.log")
         if err:
@@ -343,7 +347,7 @@ def run_job(con: sqlite3.Connection, job: dict, db_path: Path, *, progress=print
     ids = []
     try:
         for run_dir in runs:
-            sub = validate_run(run_dir)
+            sub = validate_run(run_dir, stock_tasks=stock.registered(con))
             verification = {"job_id": jid, "model": job["model"], "pretrained": job["pretrained"],
                             "settings": job["settings"], "limit": job["limit"]}
             ids.append(db.insert(con, sub, job["model_name"], job["method"], tier="verified",

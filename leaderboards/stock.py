@@ -36,7 +36,7 @@ from .errors import SubmissionError
 from .registry import normalise_version
 
 __all__ = ["OUTPUT_TYPE", "RUN_KEYS", "StockTask", "config_hash", "entry_task", "register", "registered",
-           "build_task"]
+           "lookup", "build_task"]
 
 #: The output type the board accepts for a task that is not semcal's.
 OUTPUT_TYPE = "multiple_choice"
@@ -155,3 +155,17 @@ def registered(con: sqlite3.Connection | None) -> dict[str, StockTask]:
     _table(con)
     return {r[0]: StockTask(*r) for r in con.execute(
         "SELECT config_hash, task, include_path, split, n_docs, registered_at FROM stock_tasks ORDER BY task")}
+
+
+def lookup(con: sqlite3.Connection, name: str) -> StockTask:
+    """The registered stock task ``name`` names: its board key ``<task>@<hash[:12]>``, or a task name registered
+    under one config only. SubmissionError otherwise, listing the keys to choose from."""
+    regs = registered(con).values()
+    hits = [r for r in regs if entry_task(r.task, r.config_hash) == name] or [r for r in regs if r.task == name]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        keys = ", ".join(entry_task(r.task, r.config_hash) for r in hits)
+        raise SubmissionError(f"task {name!r} is registered under {len(hits)} configs; name one: {keys}")
+    raise SubmissionError(f"task {name[:60]!r} is neither a semcal task nor a registered stock task "
+                          "(`semcal-eval board register-task` lists and registers them)")

@@ -54,8 +54,9 @@ from semcal_eval.core.crossfit import skip_reason as crossfit_skip_reason
 from semcal_eval.core.records import classification_record, to_arrays
 from semcal_eval.runs import RunError, find_results, iter_samples, locate_run, read_results, row_record
 
-__all__ = ["ROWS", "DERIVED", "SKIP_REASONS", "norm_logits", "lm_eval_correct", "choice_settings", "CalibrateError", "choice_logliks", "mc_gold", "calibration_rows",
-           "calibrate_task", "calibrate_run", "markdown", "write_calibration", "main"]
+__all__ = ["ROWS", "DERIVED", "SKIP_REASONS", "CalibrateError", "choice_settings", "choice_logliks", "mc_gold",
+           "norm_logits", "lm_eval_correct", "calibration_rows", "calibrate_task", "calibrate_run", "markdown",
+           "write_calibration", "main"]
 
 #: the rows, in reading order (the model's rows, their recalibrated copies, then the model-free references)
 ROWS: tuple[str, ...] = ("loglik", "loglik_norm", "loglik_ts", "loglik_norm_ts", *references.KINDS)
@@ -152,11 +153,12 @@ def norm_logits(ll: np.ndarray, choices: list[str]) -> np.ndarray:
     return np.asarray(ll, dtype=float) / np.array([max(len(c), 1) for c in choices], dtype=float)
 
 
-def lm_eval_correct(ll: np.ndarray, choices: list[str], gold: int | list[int]) -> tuple[float, float]:
-    """``(acc, acc_norm)`` of one document as lm-eval's ``process_results`` scores it: 1.0 when the argmax (the
-    first on a tie) of ``ll`` / of :func:`norm_logits` is the gold (or one of the golds), else 0.0."""
+def lm_eval_correct(ll: np.ndarray, choices: list[str], gold: int | list[int]) -> dict[str, float]:
+    """``{"acc", "acc_norm"}`` of one document as lm-eval's ``process_results`` scores it: 1.0 when the argmax
+    (the first on a tie) of ``ll`` / of :func:`norm_logits` is the gold (or one of the golds), else 0.0."""
     golds = gold if isinstance(gold, list) else [gold]
-    return (float(int(np.argmax(ll)) in golds), float(int(np.argmax(norm_logits(ll, choices))) in golds))
+    return {"acc": float(int(np.argmax(ll)) in golds),
+            "acc_norm": float(int(np.argmax(norm_logits(ll, choices))) in golds)}
 
 
 def _pad(p: np.ndarray, k: int) -> list[float]:
@@ -166,7 +168,8 @@ def _pad(p: np.ndarray, k: int) -> list[float]:
 
 
 # -- one task ----------------------------------------------------------------------------------------------------
-def calibration_rows(lls: list[np.ndarray], choices: list[list[str]], golds: list) -> tuple[dict[str, list[dict]], list[str]]:
+def calibration_rows(lls: list[np.ndarray], choices: list[list[str]],
+                     golds: list) -> tuple[dict[str, list[dict]], list[str]]:
     """``({row: records}, notes)`` of one task's documents, given in canonical (doc_id) order: ``lls[i]`` the
     choice log-likelihoods, ``choices[i]`` the choice texts, ``golds[i]`` the gold index or indices. A row that
     cannot be computed is left out with a note saying why (see the module docstring for each row)."""

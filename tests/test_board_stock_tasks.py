@@ -216,6 +216,34 @@ def test_sharpened_log_likelihoods_pass_validation_but_fail_the_spot_check(stock
     assert r.returncode == 2 and "spot check failed" in r.stderr
 
 
+def test_board_evaluate_runs_a_registered_stock_task_itself(stock_run, tmp_path):
+    """The verified tier: the board runs lm-eval itself on the registered task's folder and stores what it
+    measured; a name it cannot resolve, or one registered under two configs, is refused with the keys to use."""
+    _, tasks = stock_run
+    db_path = tmp_path / "b.sqlite"
+    bad = board("evaluate", "smollm2-135m", "--tasks", TASK, "--limit", str(LIMIT), "--db", str(db_path))
+    assert bad.returncode == 2 and "register-task" in bad.stderr
+    _registered(tasks, db_path)
+    r = board("evaluate", "smollm2-135m", "--tasks", TASK, "--limit", str(LIMIT), "--db", str(db_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    con = db.connect(db_path)
+    try:
+        rows = con.execute("SELECT s.tier, e.task, e.filter FROM entries e JOIN submissions s "
+                           "ON s.id = e.submission_id").fetchall()
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "sst2_stock.yaml").write_text((tasks / "sst2_stock.yaml").read_text().replace("Review:", "Text:"))
+        second = stock.register(con, TASK, other)
+        with pytest.raises(SubmissionError, match="2 configs") as e:
+            stock.lookup(con, TASK)
+        assert stock.entry_task(TASK, second.config_hash) in str(e.value)
+        assert stock.lookup(con, stock.entry_task(TASK, second.config_hash)) == second
+    finally:
+        con.close()
+    assert {t for t, _, _ in rows} == {"verified"}
+    assert {f for _, _, f in rows} == set(calibrate.ROWS) and len({k for _, k, _ in rows}) == 1
+
+
 # -- forgeries the recomputing stages refuse ----------------------------------------------------------------
 def _flip_target(rows):
     r = rows[3]
@@ -380,7 +408,7 @@ def _apply(rows: list[dict], edits: list[tuple], fix: bool) -> list[dict]:
             ch = [a["arg_1"][1:] for a in r["arguments"].values()]
             y = calibrate.mc_gold(r["target"], ch)
             if y is not None:
-                r["acc"], r["acc_norm"] = calibrate.lm_eval_correct(lls, ch, y)
+                r.update(calibrate.lm_eval_correct(lls, ch, y))
     return rows
 
 

@@ -128,11 +128,13 @@ def test_multiple_choice_is_refused_with_the_right_tool(tmp_path):
 def test_documents_without_gold_are_dropped_loudly(tmp_path, caplog):
     from lm_eval.tasks import TaskManager
 
-    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
-        {"question": "a?", "answer": ["x"]}, {"question": "b?", "answer": []}, {"question": "c?", "answer": ["", "z"]})))
-    (tmp_path / "t.yaml").write_text(
-        (FIXTURES / "nq_stock_gen.yaml").read_text().replace("{DATA}/nq_open/NQ-open.dev.jsonl", str(tmp_path / "qa.jsonl")))
-    (tmp_path / "w.yaml").write_text((FIXTURES / "nq_stock_semagree.yaml").read_text().replace("nq_stock_gen.yaml", "t.yaml"))
+    rows = ({"question": "a?", "answer": ["x"]}, {"question": "b?", "answer": []},
+            {"question": "c?", "answer": ["", "z"]})
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stock_yaml = (FIXTURES / "nq_stock_gen.yaml").read_text()
+    (tmp_path / "t.yaml").write_text(stock_yaml.replace("{DATA}/nq_open/NQ-open.dev.jsonl", str(tmp_path / "qa.jsonl")))
+    wrapper = (FIXTURES / "nq_stock_semagree.yaml").read_text()
+    (tmp_path / "w.yaml").write_text(wrapper.replace("nq_stock_gen.yaml", "t.yaml"))
     with caplog.at_level(logging.WARNING):
         task = TaskManager(include_path=str(tmp_path), include_defaults=False).load(["nq_stock_semagree"])["tasks"][
             "nq_stock_semagree"]

@@ -1,7 +1,8 @@
 """The board's checks of one lm-eval run, as named stages, in the order a submission goes through them:
 
 1. **shape** (:mod:`.shape`): the results file has lm-eval's types and names known semcal tasks at their
-   YAML's version, or stock ``multiple_choice`` tasks (stages 3-5 of those: :mod:`.stock`); each task's reported values are numbers (or short text for text parameters);
+   YAML's version, or stock ``multiple_choice`` tasks (stages 3-5 of those: :mod:`.stock`); each task's reported
+   values are numbers (or short text for text parameters);
 2. **provenance** (:mod:`.provenance`): versions, hashes, date and ``config`` bounded for storage;
    ``config.limit`` read as lm-eval records it;
 3. **dataset** (:mod:`.dataset`): document counts and coverage against the split the board loads itself;

@@ -8,9 +8,10 @@ one row checked at a time), then:
 
 * **dataset** (registered config hash only): each row's ``doc_hash`` and ``target_hash`` are lm-eval's hashes of the
   board's own document (:func:`~leaderboards.stages.dataset.check_document`), its choice texts are the document's
-  ``doc_to_choice``, and its gold is the board's (:class:`semcal_eval.data.gold.GoldReader`, the one gold reader); the split's size and the coverage
-  come from the board's documents (:func:`~leaderboards.stages.dataset.check_counts`). Unregistered: the counts
-  are taken as reported and the rows' own hashes, choices and targets are used (``self-reported``);
+  ``doc_to_choice``, and its gold is the board's (:class:`semcal_eval.data.gold.GoldReader`, the one gold reader);
+  the split's size and the coverage come from the board's documents
+  (:func:`~leaderboards.stages.dataset.check_counts`). Unregistered: the counts are taken as reported and the
+  rows' own hashes, choices and targets are used (``self-reported``);
 * **metrics**: each row's logged ``acc`` / ``acc_norm`` is recomputed from its log-likelihoods
   (:func:`semcal_eval.calibrate.lm_eval_correct`), and so is each reported aggregate (their mean); other metrics
   lm-eval reports are listed as not recomputed and not stored;
@@ -109,8 +110,7 @@ def stock_rows(task: str, shape: RunShape, sp: Path, limit, registry: dict[str, 
     for metric, row in RECOMPUTED.items():
         if metric not in numbers:
             continue
-        i = 0 if metric == "acc" else 1
-        got = float(np.mean([calibrate.lm_eval_correct(ll, ch, g)[i] for ll, ch, g in zip(lls, choices, golds)]))
+        got = float(np.mean([calibrate.lm_eval_correct(ll, ch, g)[metric] for ll, ch, g in zip(lls, choices, golds)]))
         if not same(numbers[metric], got):
             raise SubmissionError(
                 f"{rp}: {task} metric {metric},{f} is reported as {numbers[metric]!r} but recomputes to {got!r} "
@@ -165,8 +165,7 @@ def _read(sp: Path, task: str, spec: TaskSpec, f: str, numbers: dict, effective:
             raise SubmissionError(f"{at}: doc_id {doc_id}: the target is not one of the document's choices; "
                                   "lm-eval scores such a document 0 and it has no gold to calibrate against: fix "
                                   "the task's doc_to_target / doc_to_choice")
-        per_doc = dict(zip(("acc", "acc_norm"), calibrate.lm_eval_correct(ll, ch, gold)))
-        for m, v in per_doc.items():
+        for m, v in calibrate.lm_eval_correct(ll, ch, gold).items():
             logged = r.get(m)
             if m in numbers and (isinstance(logged, bool) or not isinstance(logged, (int, float)) or logged != v):
                 raise SubmissionError(f"{at}: doc_id {doc_id} logs {m} = {str(logged)[:20]} but its "
