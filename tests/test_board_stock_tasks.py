@@ -195,6 +195,11 @@ def test_registered_run_is_checked_against_the_dataset_and_spot_checked(stock_ru
     assert r.returncode == 0, r.stderr[-2000:]
     assert "as spot-checked" in r.stdout and "spot check passed" in r.stdout
     assert "re-scoring" in r.stderr and "loglik, loglik_norm" in r.stderr
+    site = tmp_path / "site"
+    assert board("render", "--out", str(site), "--db", str(db_path)).returncode == 0
+    (page,) = (site / "entries").glob("*.html")
+    html = page.read_text()
+    assert 'id="stock"' in html and "registered with the board" in html and "sst2_stock@" in html
 
 
 def test_sharpened_log_likelihoods_pass_validation_but_fail_the_spot_check(stock_run, tmp_path):
