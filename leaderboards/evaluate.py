@@ -153,6 +153,10 @@ def enqueue(con: sqlite3.Connection, model: str, tasks: list[str], limit: int | 
     known = _known_tasks()
     # a task the board does not ship may be a registered stock task (leaderboards.stock), run from its folder
     stock_tasks = {t: stock.lookup(con, t) for t in tasks if t not in known}
+    unknown = [t for t, r in stock_tasks.items() if r is None]
+    if unknown:
+        raise SubmissionError(f"unknown task(s) {', '.join(unknown)}; the board knows: {', '.join(sorted(known))}, "
+                              "and the stock tasks `semcal-eval board register-task` lists (and registers)")
     tasks = [stock_tasks[t].task if t in stock_tasks else t for t in tasks]
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise SubmissionError(f"--limit {limit!r} must be a positive whole number of documents")

@@ -157,15 +157,13 @@ def registered(con: sqlite3.Connection | None) -> dict[str, StockTask]:
         "SELECT config_hash, task, include_path, split, n_docs, registered_at FROM stock_tasks ORDER BY task")}
 
 
-def lookup(con: sqlite3.Connection, name: str) -> StockTask:
+def lookup(con: sqlite3.Connection, name: str) -> StockTask | None:
     """The registered stock task ``name`` names: its board key ``<task>@<hash[:12]>``, or a task name registered
-    under one config only. SubmissionError otherwise, listing the keys to choose from."""
+    under one config only; None when nothing registered has that name. SubmissionError when the name is registered
+    under several configs, listing the keys to choose from."""
     regs = registered(con).values()
     hits = [r for r in regs if entry_task(r.task, r.config_hash) == name] or [r for r in regs if r.task == name]
-    if len(hits) == 1:
-        return hits[0]
-    if hits:
+    if len(hits) > 1:
         keys = ", ".join(entry_task(r.task, r.config_hash) for r in hits)
         raise SubmissionError(f"task {name!r} is registered under {len(hits)} configs; name one: {keys}")
-    raise SubmissionError(f"task {name[:60]!r} is neither a semcal task nor a registered stock task "
-                          "(`semcal-eval board register-task` lists and registers them)")
+    return hits[0] if hits else None

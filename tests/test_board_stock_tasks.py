@@ -227,7 +227,7 @@ def test_board_evaluate_runs_a_registered_stock_task_itself(stock_run, tmp_path)
     _, tasks = stock_run
     db_path = tmp_path / "b.sqlite"
     bad = board("evaluate", "smollm2-135m", "--tasks", TASK, "--limit", str(LIMIT), "--db", str(db_path))
-    assert bad.returncode == 2 and "register-task" in bad.stderr
+    assert bad.returncode == 2 and "unknown task(s) sst2_stock" in bad.stderr and "register-task" in bad.stderr
     _registered(tasks, db_path)
     r = board("evaluate", "smollm2-135m", "--tasks", TASK, "--limit", str(LIMIT), "--db", str(db_path))
     assert r.returncode == 0, r.stderr[-2000:]
@@ -243,6 +243,7 @@ def test_board_evaluate_runs_a_registered_stock_task_itself(stock_run, tmp_path)
             stock.lookup(con, TASK)
         assert stock.entry_task(TASK, second.config_hash) in str(e.value)
         assert stock.lookup(con, stock.entry_task(TASK, second.config_hash)) == second
+        assert stock.lookup(con, "no_such_task") is None
     finally:
         con.close()
     assert {t for t, _, _ in rows} == {"verified"}
