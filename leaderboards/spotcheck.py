@@ -21,6 +21,9 @@ the logged probabilities came from the model that ``config.model_args`` names:
    (``constrained``, ``semsoft``, ``semsoft_tau*``; ``none`` of ``*_base`` tasks), the largest absolute
    difference between submitted and re-scored class probabilities. Above :data:`TOLERANCE` anywhere: rejected
    (the worst document is recorded for the operator, not told to the submitter). Otherwise tier ``spot-checked``.
+   A registered stock ``multiple_choice`` task (:mod:`leaderboards.stock`) is re-scored from its registered
+   folder and compared on its ``loglik`` and ``loglik_norm`` rows (:func:`_stock_rows`); an unregistered one is
+   not re-scored, and the entry is ``self-reported`` with that reason.
 
 ``semsoft_tuned`` (P_sem at a configuration chosen on other documents) is re-scored at the configuration each
 of its records names (``tuned_tau``, ``tuned_top_k``, ``tuned_embedding``, which must lie in the run's tuning
@@ -406,7 +409,7 @@ def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
     return out
 
 
-def _stock_rows(samples_path: Path, wanted: set[int] | None, cfg: dict) -> dict[str, dict[int, dict]]:
+def _stock_rows(samples_path: Path, cfg: dict) -> dict[str, dict[int, dict]]:
     """row -> doc_id -> {"probs", "doc_hash"} of a stock multiple_choice task's samples: the board's two model
     rows that are a function of one document (softmax of the choice log-likelihoods, and of the per-character
     ones: :func:`semcal_eval.calibrate.calibration_rows`). Both are compared, so a log-likelihood shifted by a
@@ -419,8 +422,6 @@ def _stock_rows(samples_path: Path, wanted: set[int] | None, cfg: dict) -> dict[
     delimiter, mutual_info = calibrate.choice_settings(cfg)
     out: dict[str, dict[int, dict]] = {name: {} for name in STOCK_FILTERS}
     for r in iter_samples(samples_path):
-        if wanted is not None and r.get("doc_id") not in wanted:
-            continue
         try:
             ll, ch = calibrate.choice_logliks(r, delimiter, mutual_info)
         except ValueError as e:
@@ -517,7 +518,7 @@ def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, s
                             "a stock task whose config the board has not registered: its documents and gold labels "
                             "are the submitter's (an operator registers it: `semcal-eval board register-task`)")
                     _rescorable(task, results, None)
-                    sub_rows, filters = _stock_rows(run.samples_paths[task], None, cfg), list(STOCK_FILTERS)
+                    sub_rows, filters = _stock_rows(run.samples_paths[task], cfg), list(STOCK_FILTERS)
                 else:
                     _rescorable(task, results, kinds)
                     sub_rows, filters = _submitted_rows(run.samples_paths[task])
@@ -532,7 +533,7 @@ def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, s
             try:
                 if reg is not None:  # the registered task, on its own split, read as the board reads stock rows
                     jobs, split = [(filters, {}, ids, None)], None
-                    how = {"include_path": reg.include_path or None, "read": lambda p, c=cfg: _stock_rows(p, None, c)}
+                    how = {"include_path": reg.include_path or None, "read": lambda p, c=cfg: _stock_rows(p, c)}
                 else:
                     jobs, split = _rescore_jobs(task, cfg, task in kinds[0], sub_rows, filters, ids, splits)
                     how = {}
