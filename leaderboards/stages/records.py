@@ -55,12 +55,8 @@ def read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effectiv
     hashes: dict[int, tuple[str, str]] = {}  # doc_id -> the dataset's (doc_hash, target_hash), for every filter
     prev = 0
     for r in iter_samples(sp):
-        line = r["_line"]
+        prev = line = next_line(r, sp, prev)
         at = f"{sp}:{line}"
-        if line != prev + 1:  # the reader skips blank lines; lm-eval writes none
-            raise SubmissionError(f"{sp}:{prev + 1}: blank line; lm-eval writes one JSON object per line, submit "
-                                  "its unedited samples file")
-        prev = line
         if skipped_row(r, at, spec, reported, effective):
             continue
         doc_id, f, flt = row_key(r, at, task, spec, reported, effective, filters)
@@ -73,6 +69,16 @@ def read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effectiv
         flt.lines[doc_id] = line
     no_trailing_blank_lines(sp, prev)
     return filters
+
+
+def next_line(r: dict, sp: Path, prev: int) -> int:
+    """The line of samples row ``r``, which must follow line ``prev``: the reader skips blank lines, and lm-eval
+    writes none."""
+    line = r["_line"]
+    if line != prev + 1:
+        raise SubmissionError(f"{sp}:{prev + 1}: blank line; lm-eval writes one JSON object per line, submit "
+                              "its unedited samples file")
+    return line
 
 
 def skipped_row(r: dict, at: str, spec: TaskSpec, reported: dict[str, dict], effective: int) -> bool:

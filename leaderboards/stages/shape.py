@@ -115,10 +115,7 @@ def check_shape(results: dict, results_path: Path, registry: dict[str, TaskSpec]
         if t not in registry:
             shape.stock[t] = stock_task(shape, t, registry)
             continue
-        v = shape.versions.get(t)
-        if v is not None and not isinstance(v, (str, int, float)):
-            raise SubmissionError(f"{rp}: versions.{t} must be a number or a string, got {type(v).__name__}")
-        got = normalise_version(v)
+        got = normalise_version(version_of(shape, t))
         if got != registry[t].version:
             raise SubmissionError(
                 f"{rp}: task {t} has version {got[:20]}, the board knows version {registry[t].version}; "
@@ -143,10 +140,16 @@ def stock_task(shape: RunShape, t: str, registry: dict[str, TaskSpec]) -> str:
     if not TASK_NAME.fullmatch(t):
         raise SubmissionError(f"{rp}: task name {t[:60]!r} is not a plain name (letters, digits, _ . + -, at most "
                               "64); the board shows it as written")
+    return stock.config_hash(cfg, version_of(shape, t))
+
+
+def version_of(shape: RunShape, t: str):
+    """``versions[t]`` as lm-eval writes it: a number, a string or absent (None); any other type is refused."""
     v = shape.versions.get(t)
     if v is not None and not isinstance(v, (str, int, float)):
-        raise SubmissionError(f"{rp}: versions.{t} must be a number or a string, got {type(v).__name__}")
-    return stock.config_hash(cfg, v)
+        raise SubmissionError(f"{shape.results_path}: versions.{t[:60]} must be a number or a string, got "
+                              f"{type(v).__name__}")
+    return v
 
 
 def reported_metrics(task_results: dict, task: str, spec: TaskSpec, where: str) -> Reported:

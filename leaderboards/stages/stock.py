@@ -38,7 +38,7 @@ from ..errors import SubmissionError
 from ..registry import TaskSpec, normalise_version
 from .dataset import Coverage, check_counts, check_document
 from .metrics import ATOL, RTOL, same
-from .records import FilterRows, no_trailing_blank_lines, row_key
+from .records import FilterRows, next_line, no_trailing_blank_lines, row_key
 from .shape import RunShape, reported_metrics
 
 __all__ = ["RECOMPUTED", "StockRows", "stock_rows"]
@@ -104,13 +104,14 @@ def stock_rows(task: str, shape: RunShape, sp: Path, limit, registry: dict[str, 
         split = cfg.get("test_split") or cfg.get("validation_split") or "default"
         cov = check_counts(task, shape, limit, None, str(split)[:64])
     delimiter, mutual_info = calibrate.choice_settings(cfg)
-    lls, choices, golds, hashes = _read(sp, task, spec, f, numbers, cov.effective, docs, delimiter, mutual_info)
+    lls, choices, golds, hashes, correct = _read(sp, task, spec, f, numbers, cov.effective, docs, delimiter,
+                                                 mutual_info)
     out = StockRows(name=task, key=stock.entry_task(task, chash), config_hash=chash, registered=reg,
                     version=spec.version, cov=cov, doc_set_hash=_doc_set_hash(chash, hashes))
     for metric, row in RECOMPUTED.items():
         if metric not in numbers:
             continue
-        got = float(np.mean([calibrate.lm_eval_correct(ll, ch, g)[metric] for ll, ch, g in zip(lls, choices, golds)]))
+        got = float(np.mean([c[metric] for c in correct]))
         if not same(numbers[metric], got):
             raise SubmissionError(
                 f"{rp}: {task} metric {metric},{f} is reported as {numbers[metric]!r} but recomputes to {got!r} "
@@ -127,8 +128,9 @@ def _doc_set_hash(chash: str, hashes: list[str]) -> str:
 
 
 def _read(sp: Path, task: str, spec: TaskSpec, f: str, numbers: dict, effective: int, docs, delimiter: str,
-          mutual_info: bool) -> tuple[list, list, list, list]:
-    """Stream the samples of a stock task: ``(lls, choices, golds, doc_hashes)`` in doc_id order, each row checked
+          mutual_info: bool) -> tuple[list, list, list, list, list]:
+    """Stream the samples of a stock task: ``(lls, choices, golds, doc_hashes, {acc, acc_norm})`` in doc_id order,
+    each row checked
     as it is read (identity by :func:`~leaderboards.stages.records.row_key`, the dataset when ``docs``, the
     logged per-document metrics against the log-likelihoods)."""
     rows: dict[int, tuple] = {}
@@ -136,12 +138,8 @@ def _read(sp: Path, task: str, spec: TaskSpec, f: str, numbers: dict, effective:
     cache: dict[int, tuple[str, str]] = {}
     prev = 0
     for r in iter_samples(sp):
-        line = r["_line"]
+        prev = line = next_line(r, sp, prev)
         at = f"{sp}:{line}"
-        if line != prev + 1:
-            raise SubmissionError(f"{sp}:{prev + 1}: blank line; lm-eval writes one JSON object per line, submit "
-                                  "its unedited samples file")
-        prev = line
         doc_id, _, holder = row_key(r, at, task, spec, {f: numbers}, effective, flt)
         holder.records[doc_id], holder.lines[doc_id] = {}, line
         try:
@@ -165,15 +163,16 @@ def _read(sp: Path, task: str, spec: TaskSpec, f: str, numbers: dict, effective:
             raise SubmissionError(f"{at}: doc_id {doc_id}: the target is not one of the document's choices; "
                                   "lm-eval scores such a document 0 and it has no gold to calibrate against: fix "
                                   "the task's doc_to_target / doc_to_choice")
-        for m, v in calibrate.lm_eval_correct(ll, ch, gold).items():
+        correct = calibrate.lm_eval_correct(ll, ch, gold)
+        for m, v in correct.items():
             logged = r.get(m)
             if m in numbers and (isinstance(logged, bool) or not isinstance(logged, (int, float)) or logged != v):
                 raise SubmissionError(f"{at}: doc_id {doc_id} logs {m} = {str(logged)[:20]} but its "
                                       f"log-likelihoods give {v}; submit lm-eval's unedited log")
-        rows[doc_id] = (ll, ch, gold, cache[doc_id][0] if docs is not None else r["doc_hash"])
+        rows[doc_id] = (ll, ch, gold, cache[doc_id][0] if docs is not None else r["doc_hash"], correct)
     no_trailing_blank_lines(sp, prev)
     if len(rows) != effective:
         raise SubmissionError(f"{sp}: {len(rows)} sample rows of filter {f} but n-samples.effective is {effective}")
     ordered = [rows[i] for i in range(effective)]
-    return tuple([x[j] for x in ordered] for j in range(4))
+    return tuple([x[j] for x in ordered] for j in range(5))
 
