@@ -245,12 +245,14 @@ def test_score_question_record():
     assert rec["greedy_cluster"] == 0
     assert rec["conf"] == pytest.approx(2 / 5)
     # default correctness is strict (semcal_eval.qa.grading): "William Shakespeare" adds a word to the gold
-    # "Shakespeare", so it is wrong; token-F1 (2/3 ≥ ½, the rule before issue 31) still accepts it
+    # "Shakespeare", so it is wrong; token-F1 (2/3 ≥ ½) and the cover judge (it covers the gold and claims
+    # nothing else, as people judge it) accept it
     assert rec["correct"] == 0 and rec["em"] == 0 and rec["f1"] == pytest.approx(2 / 3)
-    f1 = score_question(Q, "William Shakespeare", ["Shakespeare", "Marlowe", "", "william shakespeare", "Marlowe"],
-                        ["Shakespeare", "The Bard"], F1Judge(), correctness="f1")
-    assert f1["correct"] == 1 and {k: v for k, v in f1.items() if k != "correct"} == {
-        k: v for k, v in rec.items() if k != "correct"}
+    docs = ["Shakespeare", "Marlowe", "", "william shakespeare", "Marlowe"]
+    for rule in ("f1", "cover"):
+        other = score_question(Q, "William Shakespeare", docs, ["Shakespeare", "The Bard"], F1Judge(), correctness=rule)
+        assert other["correct"] == 1
+        assert {k: v for k, v in other.items() if k != "correct"} == {k: v for k, v in rec.items() if k != "correct"}
     # a dressed gold alias is correct under the strict rule: case, punctuation, a lead-in
     bard = score_question(Q, "The answer is: the Bard!", ["x", "y"], ["Shakespeare", "The Bard"], F1Judge())
     assert bard["correct"] == 1 and bard["em"] == 0
@@ -308,11 +310,12 @@ def _qa_imports(module: str) -> set[str]:
 
 
 def test_qa_modules_depend_downward_only():
-    """answers <- grading <- judges; agreement on answers and grading; verbalized on answers; task on top;
-    nothing imports task or forms a cycle."""
+    """answers <- cover <- grading <- judges; agreement on answers and grading; verbalized on answers; task on
+    top; nothing imports task or forms a cycle."""
     assert _qa_imports("answers") == set()
     assert _qa_imports("prompts") == set()
-    assert _qa_imports("grading") == {"answers"}
+    assert _qa_imports("cover") == {"answers"}
+    assert _qa_imports("grading") == {"answers", "cover"}
     assert _qa_imports("judges") == {"answers", "grading"}
     assert _qa_imports("verbalized") == {"answers"}
     assert _qa_imports("agreement") == {"answers", "grading"}

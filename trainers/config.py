@@ -24,6 +24,7 @@ import yaml
 from trainers.rewards import (
     AGREEMENT_WRONG,
     CSR_METHODS,
+    DEFAULT_EMPTY_ANSWER,
     DEFAULT_EPS,
     DEFAULT_JUDGE,
     DEFAULT_LAMBDA_MAX,
@@ -63,7 +64,8 @@ DEFAULTS: dict[str, Any] = {
         "eps": DEFAULT_EPS,  # the BCE's one free constant: agreement clipped to [ε, 1 − ε]
         "reading": DEFAULT_READING,
         "bounded": False,  # True: r_cal / log(1/ε) ∈ [−1, 0] (then λ is on that scale)
-        "empty_answer": "disagree",  # what the formula gives (an empty answer agrees with nothing); or "worst"
+        "empty_answer": DEFAULT_EMPTY_ANSWER,  # semcal's "disagree" (an empty answer agrees with nothing) or "worst";
+        # "judge": the paper's J as the judge reads it (reflexive under judge: cover)
         "agreement_wrong": "judge",  # "overlap": wrong rows also agree on a shared content word (csr_spread)
         "lambda_schedule": "linear",
         "lambda_max": DEFAULT_LAMBDA_MAX,

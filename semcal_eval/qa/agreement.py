@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .answers import best_f1, check_golds, exact_match
-from .grading import correct_by
+from .grading import DEFAULT_CORRECTNESS, correct_by
 
 if TYPE_CHECKING:  # pragma: no cover
     from .judges import Judge
@@ -81,13 +81,14 @@ def _cluster(question: str, answers: Sequence[str], judge: Judge) -> tuple[list[
     cache = _PairCache(question, judge)
     ids: list[int] = []
     reps: list[str] = []  # reps[c] = stripped text of cluster c's first member ("" for empty clusters)
+    reads_empty = getattr(judge, "reads_empty", False)
     for a in answers:
         a = (a or "").strip()
-        if not a:  # an empty generation is its own cluster and never a representative
+        if not a and not reads_empty:  # an empty generation is its own cluster and never a representative
             ids.append(len(reps))
             reps.append("")
             continue
-        live = [c for c, r in enumerate(reps) if r]
+        live = [c for c, r in enumerate(reps) if r or reads_empty]
         # one batched judge call against all representatives; the first (oldest) match wins
         res = cache.ask([(reps[c], a) for c in live])
         match = next((c for c, r in zip(live, res) if r), None)
@@ -119,19 +120,20 @@ def agreement_matrix(question: str, answers: Sequence[str], judge: Judge) -> np.
     """K×K 0/1 matrix A with A[i, j] = 1 iff answers i and j are equivalent under ``judge``.
 
     The diagonal is 1 (every answer agrees with itself, an empty one included); an empty answer agrees with
-    nothing else. If ``judge.transitive`` is true (equivalence is an equivalence relation by construction,
+    nothing else, unless the judge ``reads_empty`` (the cover judge: identical, also empty, answers agree). If ``judge.transitive`` is true (equivalence is an equivalence relation by construction,
     e.g. normalised exact match) the matrix is read off :func:`cluster` (A[i, j] = [c_i == c_j], K·C pairs);
     otherwise (token-F1, NLI, LLM and embedding thresholds are not transitive) every distinct pair is judged
     directly, K(K−1)/2 at most, in one batched call.
     """
     K = len(answers)
     stripped = [(a or "").strip() for a in answers]
+    reads_empty = getattr(judge, "reads_empty", False)
     if getattr(judge, "transitive", False):
         ids = np.asarray(cluster(question, answers, judge))
         A = (ids[:, None] == ids[None, :]).astype(np.int64)
     else:
         cache = _PairCache(question, judge)
-        pairs = [(i, j) for i in range(K) for j in range(i + 1, K) if stripped[i] and stripped[j]]
+        pairs = [(i, j) for i in range(K) for j in range(i + 1, K) if reads_empty or (stripped[i] and stripped[j])]
         res = cache.ask([(stripped[i], stripped[j]) for i, j in pairs])
         A = np.eye(K, dtype=np.int64)
         for (i, j), r in zip(pairs, res):
@@ -243,7 +245,7 @@ def score_question(
     golds: Sequence[str],
     judge: Judge,
     threshold: float = 0.5,
-    correctness: str = "strict",
+    correctness: str = DEFAULT_CORRECTNESS,
     seq_logprobs: Sequence[float] | None = None,
     cluster_greedy: bool = True,
     no_logprobs_reason: str | None = None,
@@ -256,7 +258,7 @@ def score_question(
     clusters, NumSets and semantic entropy do not depend on the greedy answer; the greedy answer is then
     placed in the oldest sample cluster whose representative it is equivalent to (else a cluster of its own,
     confidence 0). Either way ``cluster_ids`` are the samples' ids. Correctness is
-    :func:`semcal_eval.qa.grading.correct_by` under ``correctness`` (default ``strict``: the grader the training
+    :func:`semcal_eval.qa.grading.correct_by` under ``correctness`` (default ``cover``: the grader the training
     rewards use; ``f1``: best token-F1 ≥ ``threshold``; ``judge``: the judge's equivalence with a gold alias). Returns a JSON-serialisable dict with ``conf`` (primary confidence: cluster
     share) and ``correct`` plus ``em``, ``f1``, ``greedy``, ``samples``, ``cluster_ids``,
     ``greedy_cluster``, ``n_clusters``, ``semantic_entropy``, ``conf_entropy``, ``conf_likelihood`` (the

@@ -181,12 +181,14 @@ def is_correct(pred: str, golds: str | Iterable[str], threshold: float = 0.5) ->
 
 
 def clean_answer(text: str) -> str:
-    """The answer a short-answer prompt produced: the first non-empty line, stripped; "" if none.
+    """The answer a short-answer prompt produced: the first non-empty line, stripped; "" if none. Lines end at
+    "\\n" only, the generation's stop sequence: a U+2028, U+0085 or vertical tab did not stop the generation, so
+    what follows it stays in the answer (the judge reads it as a new line).
 
-    >>> clean_answer("  Paris\\nQ: next question")
-    'Paris'
+    >>> clean_answer("  Paris\\nQ: next question"), clean_answer("Paris\\u2028London")
+    ('Paris', 'Paris\\u2028London')
     """
-    for line in str(text).splitlines():
+    for line in str(text).split("\n"):
         if line.strip():
             return line.strip()
     return ""

@@ -1,58 +1,50 @@
 """The one answer grader of semcal: is an answer correct, and do two answers say the same thing?
 
-Training rewards (RLVR, every CSR variant, RLCR, RD) and the evaluation tasks (``*_semagree``, ``*_rlcr``,
-``*_rd``, ``*_verbalized``) call :func:`grade` for correctness, so a policy is never trained on a rule the
-evaluation does not use. :class:`semcal_eval.qa.judges.StrictJudge` (``get_judge("strict")``) is the same reading for agreement between
-two answers (CSR's J(C_j, C_i)).
+:func:`grade` (answer, golds, question) → bool is the correctness of every QA task and every training reward
+(RLVR, every CSR variant, RLCR, RD), so a policy is never trained on a rule the evaluation does not use. Its
+rule is still ``strict`` (:func:`grade_strict`): the answer, less one content-free lead-in, equals a gold alias;
+sentence golds by ROUGE-L with no added list, hedge or negation. Exact, so no format games it, and wrong about
+most correct long answers: against people on EVOUNA it agrees on 0.35 (NQ) of answers (docs/JUDGE.md).
 
-**Folding** (:func:`fold`), applied before anything is compared, here and in SQuAD normalisation
-(:func:`semcal_eval.qa.answers.fold`, inside :func:`~semcal_eval.qa.answers.normalize_answer`, so the evaluation's clustering judges fold too): NFKC (full-width,
-mathematical alphanumerics, ligatures, the Roman-numeral letters), common confusable letters to their Latin twin
-(Cyrillic "у" → "y", Greek "ο" → "o", Latin alpha "ɑ" → "a", …: :data:`semcal_eval.qa.answers.CONFUSABLES`), diacritics removed
-(NFKD, combining marks dropped: "Lÿon", "Lyón" → "lyon"), case folded. Spelling variants of these kinds are the
-same answer; translations ("Lione") are not.
+**The cover judge** (:mod:`semcal_eval.qa.cover`, issue 41), measured against people and against a grammar of
+attacks, is here as an option under its own name, not yet the default:
 
-**Short golds** (≤ :data:`SENTENCE_MIN_TOKENS` − 1 tokens after normalisation; every gold of HotpotQA,
-TriviaQA and NQ-Open in practice): the answer is correct iff its *core* equals a gold alias. The core is the
-SQuAD-normalised answer (folded, lower case, no punctuation, no articles) with one lead-in removed from
-:data:`LEAD_INS` ("the answer is", "answer:", "it's", …). So "PARIS.", "The answer is Paris" and "It's Paris"
-are right, and everything that adds content is wrong: enumerations ("Paris, London or Berlin", "yes, no"),
-hedges ("maybe Paris"), negations ("not Paris"), another entity sharing a word ("Michelle Obama" for "Barack
-Obama"), the question repeated, and any answer longer than the gold (the answer budget is the gold itself).
-Aliases count: each gold alias is tried.
+- :func:`grade_cover`: an answer is correct when it covers a gold alias (its words, with numbers, dates and word
+  forms read canonically, the question's own words not counted) and claims nothing beside it (no hedge,
+  alternative, negation or rival list item around the match). A QA task's ``correctness: cover``.
+- :func:`agree` (a, b, question): the two answers say the same thing (reflexive: identical answers agree,
+  empty ones too; symmetric: either covers the other read as a gold; not transitive). ``get_judge("cover")``:
+  a QA task's clustering judge (``judge_cover`` in the ``*_semagree_judges`` tasks) and CSR's ``judge: cover``.
 
-**Sentence golds** (≥ :data:`SENTENCE_MIN_TOKENS` tokens; MS MARCO's human answers are often a sentence):
-correct iff ROUGE-L F1 (longest common subsequence of the normalised tokens, Lin 2004) with the gold is
-≥ :data:`SENTENCE_THRESHOLD`, *and* the answer adds no list structure, hedge or negation that the gold lacks
-(:func:`_adds_structure`). ROUGE-L F1 already charges extra words through its precision; the structure check
-closes what precision alone leaves open: a wrong candidate listed beside the gold sentence ("Lyon, or <gold>")
-keeps F1 near 1, and "not <gold>" keeps F1 near 1 while saying the opposite. This is the rule for MS MARCO; its
-short golds ("Yes", "No") use the short rule, so "yes, no" is wrong there too.
+**Correctness rules** (a QA task's ``correctness`` metadata, :data:`CORRECTNESS_RULES`): ``strict`` (default,
+:func:`grade`), ``cover`` (:func:`grade_cover`), ``f1`` (token-F1 ≥ ½) and ``judge`` (the task's clustering judge
+against each alias).
 
-Why exact rather than token-F1 ≥ 0.5 (the SQuAD/semantic-uncertainty convention this replaces as the default):
-F1 pays for listing. "Paris, London" scores F1 0.67 against "Paris", and "yes, no" scores 0.67 against "yes",
-so a policy trained on F1 learns to list its candidates. A rule that accepts only the gold plus a fixed,
-content-free dressing cannot be raised by any transformation of a wrong answer: tests/test_answer_grading.py
-searches a grammar of transformations for one (hypothesis) and checks the verdicts on a table of cases.
-The price: paraphrases of a short gold ("Obama" for "Barack Obama" when only the full name is an alias) are
-wrong. Token-F1 stays available as ``correctness: f1`` in the QA tasks' metadata, for comparison with older runs.
+Bad input is refused with a clear error: no gold alias (:class:`~semcal_eval.qa.answers.EmptyGoldError`), an
+answer that is not a string or is over a megabyte (:class:`~semcal_eval.qa.cover.CoverError`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .answers import best_f1, fold, normalize_answer, rouge_l_f1
+from .cover import STOP_WORDS, CoverError, check_text, clean, content, covers, is_empty, tokens
+from .answers import EmptyGoldError, best_f1, fold, normalize_answer, rouge_l_f1
 
 __all__ = [
     "LEAD_INS",
     "SENTENCE_MIN_TOKENS",
     "SENTENCE_THRESHOLD",
     "CORRECTNESS_RULES",
+    "DEFAULT_CORRECTNESS",
+    "agree",
     "answer_core",
     "correct_by",
     "fold",
+    "golds_for_grading",
     "grade",
+    "grade_cover",
+    "grade_strict",
     "grade_many",
     "rouge_l_f1",
     "same_answer",
@@ -118,23 +110,88 @@ def _grade_one(core: str, answer: str, gold: str) -> bool:
     return rouge_l_f1(answer, gold) >= SENTENCE_THRESHOLD and not _adds_structure(answer, gold)
 
 
-def grade(answer: str, golds: str | Iterable[str], question: str = "") -> bool:
-    """Is ``answer`` correct for any gold alias? Short golds: :func:`answer_core` equals the gold's
-    normalisation; sentence golds: ROUGE-L F1 ≥ ½ and no added list/hedge/negation (module docstring).
-    An empty answer is never correct. ``question`` is accepted for the judge signature and not used: a
-    repeated question is content the gold does not have.
-
-    >>> grade("The answer is Paris.", ["Paris"]), grade("Paris, London or Berlin", ["Paris"])
-    (True, False)
-    >>> grade("yes, no", ["yes"]), grade("not Paris", ["Paris"]), grade("Lyón", ["Lyon"])
-    (False, False, True)
-    """
+def golds_for_grading(golds: str | Iterable[str]) -> list[str]:
+    """The gold aliases as strings; :class:`EmptyGoldError` when none holds a letter or digit (such a question
+    cannot be graded: "never correct" would bias accuracy and every reward)."""
     if isinstance(golds, str):
         golds = [golds]
-    core = answer_core(answer or "")
+    if golds is None or not isinstance(golds, Iterable):
+        raise EmptyGoldError(f"golds must be a string or a list of strings, got {type(golds).__name__}")
+    out = [g for g in golds if g is not None]
+    bad = [g for g in out if not isinstance(g, str)]
+    if bad:
+        raise CoverError(f"gold aliases must be strings, got {type(bad[0]).__name__} ({str(bad[0])[:40]!r})")
+    if not any(not is_empty(g) for g in out):
+        raise EmptyGoldError(f"no usable gold answer (got {out[:5]!r}): every alias is empty. Drop unanswerable "
+                             "questions before grading (the QA tasks drop and count them when they load the data)")
+    return out
+
+
+def grade_cover(answer: str, golds: str | Iterable[str], question: str = "") -> bool:
+    """Is ``answer`` correct under the ``cover`` judge? Some gold alias is covered by the answer, which claims
+    nothing beside it (:mod:`semcal_eval.qa.cover`). An answer with no letter or digit is never correct.
+
+    >>> grade_cover("The capital of France is Paris.", ["Paris"], "What is the capital of France?")
+    True
+    >>> grade_cover("Paris, London or Berlin", ["Paris"]), grade_cover("not Paris", ["Paris"])
+    (False, False)
+    >>> grade_cover("19/45", ["1945"]), grade_cover("B. Obama", ["Barack Obama"])
+    (False, True)
+    >>> grade_cover("Michelle Obama", ["Barack Obama"])
+    False
+    """
+    golds = golds_for_grading(golds)
+    toks = tokens(check_text(answer, "answer"))
+    if not any(t.kind != "sep" for t in toks):
+        return False
+    qwords = _question_words(question)
+    return any(covers(toks, g, qwords) for g in golds)
+
+
+def _question_words(question: str | None) -> list[str]:
+    return [w for w in content(question or "") if w not in STOP_WORDS]
+
+
+def agree(a: str, b: str, question: str = "") -> bool:
+    """J(a, b): the two answers say the same thing. True when they read the same (:func:`semcal_eval.qa.cover.tokens`,
+    so identical and empty answers agree), or when one covers the other taken as a gold, claiming nothing beside
+    it. Symmetric by construction.
+
+    >>> agree("Lyon", "LYÓN!"), agree("", ""), agree("Lyon", "It's Lyon, I think"), agree("Lyon", "Lyon or Nice")
+    (True, True, True, False)
+    """
+    ta = tokens(check_text(a, "answer"))
+    tb = tokens(check_text(b, "answer"))
+    ca, cb = [t.text for t in ta if t.kind != "sep"], [t.text for t in tb if t.kind != "sep"]
+    if ca == cb:
+        return True
+    if not ca or not cb:
+        return False
+    qwords = _question_words(question)
+    return covers(tb, a, qwords) or covers(ta, b, qwords)
+
+
+def grade_strict(answer: str, golds: str | Iterable[str], question: str = "") -> bool:
+    """The ``strict`` rule, semcal's default (:func:`grade`). Short golds: :func:`answer_core` equals the gold's
+    normalisation; sentence golds: ROUGE-L F1 ≥ ½ and no added list/hedge/negation. Invisible characters are
+    removed first (:func:`semcal_eval.qa.cover.clean`). An empty answer is never correct; ``question`` is not
+    used. Exact, so no format games it, and wrong about most correct long answers (docs/JUDGE.md).
+
+    >>> grade_strict("The answer is Paris.", ["Paris"]), grade_strict("Paris, France", ["Paris"])
+    (True, False)
+    >>> grade_strict("yes, no", ["yes"]), grade_strict("not Paris", ["Paris"]), grade_strict("Lyón", ["Lyon"])
+    (False, False, True)
+    """
+    golds = golds_for_grading(golds)
+    core = answer_core(clean(check_text(answer, "answer")))
     if not core:
         return False
     return any(_grade_one(core, answer, str(g)) for g in golds if g is not None)
+
+
+#: semcal's correctness (every QA task's default and every reward): the strict rule until the cover judge
+#: becomes the default (issue 41; docs/JUDGE.md says what that waits for)
+grade = grade_strict
 
 
 def grade_many(answers: Sequence[str], golds: Sequence[Sequence[str] | str], questions: Sequence[str] | None = None
@@ -155,10 +212,12 @@ def same_answer(a: str, b: str) -> bool:
     return bool(ca) and ca == cb
 
 
-#: The QA tasks' ``correctness`` settings: ``strict`` (default, :func:`grade`, the rewards' grader), ``f1``
-#: (best token-F1 ≥ threshold, the SQuAD/semantic-uncertainty convention before issue 31; listing pays under it),
-#: ``judge`` (the filter's equivalence judge against each gold alias).
-CORRECTNESS_RULES = ("strict", "f1", "judge")
+#: The QA tasks' ``correctness`` settings: ``strict`` (default, :func:`grade`, the rewards' grader), ``cover``
+#: (:func:`grade_cover`, measured against people: docs/JUDGE.md), ``f1`` (best token-F1 ≥ threshold, the
+#: SQuAD/semantic-uncertainty convention; listing pays under it), ``judge`` (the filter's equivalence judge
+#: against each gold alias).
+CORRECTNESS_RULES = ("strict", "cover", "f1", "judge")
+DEFAULT_CORRECTNESS = "strict"
 
 
 def correct_by(rule: str, answer: str, golds: Sequence[str], question: str = "", threshold: float = 0.5,
@@ -166,11 +225,13 @@ def correct_by(rule: str, answer: str, golds: Sequence[str], question: str = "",
     """Correctness of one answer under a QA task's ``correctness`` rule (:data:`CORRECTNESS_RULES`), as 0/1.
     Every QA filter calls this, so the rule is written once.
 
-    >>> correct_by("strict", "Paris, Lyon", ["Paris"]), correct_by("f1", "Paris, Lyon", ["Paris"])
+    >>> correct_by("cover", "Paris, Lyon", ["Paris"]), correct_by("f1", "Paris, Lyon", ["Paris"])
     (0, 1)
     """
+    if rule == "cover":
+        return int(grade_cover(answer, golds, question))
     if rule == "strict":
-        return int(grade(answer, golds, question))
+        return int(grade_strict(answer, golds, question))
     if rule == "f1":
         return int(best_f1(answer, golds) >= threshold)
     if rule == "judge":

@@ -11,6 +11,9 @@ and the CSR trainer's rewards.
 =================  =====================================================================  ================
 judge (name)       rule                                                                    cost
 =================  =====================================================================  ================
+``CoverJudge``     one answer covers the other read as a gold and claims nothing beside    ~50 µs / pair
+                   it (:func:`semcal_eval.qa.grading.agree`); reflexive (empty answers
+                   agree); semcal's grader, CSR's agreement, the QA tasks' default
 ``StrictJudge``   equal answer cores (:mod:`semcal_eval.qa.grading`: folded, normalised,       ~µs / pair
                    lead-in removed); transitive; semcal's grader, CSR's agreement
 ``ExactMatchJudge`` normalised strings equal (SQuAD normalisation); transitive               ~µs / pair
@@ -35,7 +38,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
 from .answers import normalize_answer, token_f1
-from .grading import same_answer
+from .grading import agree, same_answer
 
 __all__ = [
     "Judge",
@@ -43,6 +46,7 @@ __all__ = [
     "ExactMatchJudge",
     "F1Judge",
     "StrictJudge",
+    "CoverJudge",
     "EmbeddingJudge",
     "NLIJudge",
     "LLMJudge",
@@ -61,11 +65,13 @@ class Judge(ABC):
     """Answer-equivalence judge: ``equivalent(question, pairs) -> list[bool]``, batched over pairs.
 
     ``transitive`` is True only when equivalence is an equivalence relation by construction (then
-    :func:`semcal_eval.qa.agreement.agreement_matrix` may be read off the clusters).
+    :func:`semcal_eval.qa.agreement.agreement_matrix` may be read off the clusters). ``reads_empty`` is True when
+    the judge itself decides pairs with an empty answer (else an empty answer agrees only with itself).
     """
 
     name: str = "judge"
     transitive: bool = False
+    reads_empty: bool = False
 
     @abstractmethod
     def equivalent(self, question: str, pairs: Pairs) -> list[bool]:
@@ -130,6 +136,19 @@ class StrictJudge(Judge):
 
     def equivalent(self, question: str, pairs: Pairs) -> list[bool]:
         return [same_answer(a, b) for a, b in _check_pairs(pairs)]
+
+
+class CoverJudge(Judge):
+    """Equivalent ⇔ :func:`semcal_eval.qa.grading.agree`: the two answers read the same, or one covers the other
+    taken as a gold and claims nothing beside it. The agreement reading of semcal's one answer judge: CSR's
+    J(C_j, C_i) and the QA tasks' default clustering, so training and evaluation read agreement the same way.
+    Reflexive (identical answers agree, empty ones too: ``reads_empty``), symmetric, not transitive."""
+
+    name = "cover"
+    reads_empty = True
+
+    def equivalent(self, question: str, pairs: Pairs) -> list[bool]:
+        return [agree(a, b, question) for a, b in _check_pairs(pairs)]
 
 
 class F1Judge(Judge):
@@ -419,6 +438,7 @@ class LLMJudge(Judge):
 # ----------------------------------------------------------------------------------------------------------
 
 JUDGES: dict[str, type[Judge]] = {
+    "cover": CoverJudge,
     "em": ExactMatchJudge,
     "strict": StrictJudge,
     "f1": F1Judge,
@@ -435,7 +455,7 @@ def _cached(name: str, kwargs_json: str) -> Judge:
 
 
 def get_judge(name: str, **kwargs: Any) -> Judge:
-    """Build a judge by name: ``strict``, ``em``, ``f1``, ``embed`` (alias ``embedding``), ``nli``, ``llm``.
+    """Build a judge by name: ``cover``, ``strict``, ``em``, ``f1``, ``embed`` (alias ``embedding``), ``nli``, ``llm``.
 
     Keyword arguments go to the judge's constructor. Judges whose arguments are JSON-serialisable are cached
     (at most 8), so repeated calls — e.g. one per lm-eval filter application — share one loaded model.

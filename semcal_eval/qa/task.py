@@ -35,7 +35,7 @@ from semcal_eval.harness.lm_eval_compat import metric_names
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
-from .grading import CORRECTNESS_RULES, correct_by
+from .grading import CORRECTNESS_RULES, DEFAULT_CORRECTNESS, correct_by
 from .judges import JUDGES, get_judge
 from .prompts import qa_doc_to_text
 from .ptrue import PTRUE_STYLES
@@ -66,10 +66,11 @@ QA_DEFAULTS: dict = {
     "top_p": 1.0,  # 1.0 and sample_top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
     # the samples' top-k; not "top_k", which is Semantic Softmax's K (one --metadata serves every task of a run)
     "sample_top_k": 0,
-    # correct ⇔ semcal_eval.qa.grading.grade (the training rewards' grader: the answer is a gold alias; sentence
-    # golds by ROUGE-L; listing, hedging or negating is wrong); "f1": best token-F1 ≥ correct_threshold (the
-    # convention before issue 31, which pays for listing candidates); "judge": the filter's judge ≡ a gold alias
-    "correctness": "strict",
+    # correct ⇔ semcal_eval.qa.grading.grade (the training rewards' grader, the strict rule: the answer is a gold
+    # alias; sentence golds by ROUGE-L; listing, hedging or negating is wrong); "cover": the cover judge measured
+    # against people (docs/JUDGE.md); "f1": best token-F1 ≥ correct_threshold (pays for listing candidates);
+    # "judge": the filter's judge ≡ a gold alias
+    "correctness": DEFAULT_CORRECTNESS,
     "correct_threshold": 0.5,  # correctness "f1" only
     "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
     "judge_kwargs": {},  # per judge name, e.g. {"nli": {"model_name": "microsoft/deberta-large-mnli"}}
@@ -260,7 +261,7 @@ class JudgeFilter(Filter):
     which lm-eval logs in ``filtered_resps``.
     """
 
-    def __init__(self, judge: str = "f1", correctness: str = "strict", threshold: float = 0.5,
+    def __init__(self, judge: str = "f1", correctness: str = DEFAULT_CORRECTNESS, threshold: float = 0.5,
                  num_samples: int | None = None, cluster_greedy: bool = True, log_token_logprobs: bool = False,
                  **judge_kwargs):
         self.judge = get_judge(judge, **judge_kwargs)
@@ -420,9 +421,10 @@ class VerbalizedFilter(Filter):
     and the record also logs ``format_ok``, RLCR's format term."""
 
     def __init__(self, threshold: float = 0.5, missing_confidence: float = 0.5, rlcr: bool = False,
-                 rd: bool = False, correctness: str = "strict", **_):
+                 rd: bool = False, correctness: str = DEFAULT_CORRECTNESS, **_):
         self.threshold, self.missing, self.rlcr = float(threshold), float(missing_confidence), bool(rlcr)
-        self.correctness = "strict" if correctness == "judge" else correctness
+        # no clustering judge here: "judge" reads as the default grader
+        self.correctness = DEFAULT_CORRECTNESS if correctness == "judge" else correctness
         self.rd = bool(rd)  # mode rd: parse_rd, the parser of the RD reward (confidence bin c → c / 10)
 
     def apply(self, resps, docs):

@@ -7,8 +7,12 @@ A_ji = J(C_j, C_i) the judge's agreement,
 
 minus the binary cross-entropy between each pairwise agreement and the rollout's correctness (in nats, ∈ [log ε, 0];
 ε the one free constant, csr.yaml's ``eps``), λ(t) linear from 0. The judge J for agreement is ``strict``
-(:class:`semcal_eval.qa.judges.StrictJudge`, the grader's reading of "the same answer"); an empty answer agrees
-with nothing, so the formula scores it as a wrong answer that agrees with nobody (r_cal ≈ 0). r_RLVR is
+(:class:`semcal_eval.qa.judges.StrictJudge`, equal folded answer cores); ``judge: cover``
+(:func:`semcal_eval.qa.grading.agree`, the cover judge measured against people in docs/JUDGE.md) is the
+semantic reading the paper asks for, not yet the default. Empty answers (no letter or digit,
+:func:`semcal_eval.qa.cover.is_empty`): ``empty_answer: disagree`` (default, semcal's rule, not the paper's: an
+empty answer agrees with nothing), ``worst`` (semcal's: the worst score), ``judge`` (the paper's: J as the judge
+reads it; the cover judge is reflexive, so identical outputs, empty ones included, agree). r_RLVR is
 :func:`trainers.rewards.matching.correctness_reward`; this module returns the λ(t)·r_cal term.
 
 semcal's own variants, each with its own method name (they are *not* the paper's reward):
@@ -25,12 +29,13 @@ from typing import Any
 import numpy as np
 
 from semcal_eval import qa
+from semcal_eval.qa.cover import is_empty
 from semcal_eval.qa.judges import Judge, get_judge
 from trainers.answer_match import overlap_matrix
 from trainers.rewards.matching import completion_text, correctness, dataset_column, extract_answer, gold_list
 
 __all__ = ["SCHEDULES", "READINGS", "SCORES", "EMPTY_ANSWERS", "AGREEMENT_WRONG", "CSR_METHODS", "DEFAULT_EPS",
-           "DEFAULT_READING", "DEFAULT_LAMBDA_MAX", "DEFAULT_JUDGE", "GroupLayoutError", "lambda_at",
+           "DEFAULT_READING", "DEFAULT_LAMBDA_MAX", "DEFAULT_JUDGE", "DEFAULT_EMPTY_ANSWER", "GroupLayoutError", "lambda_at",
            "validate_calibration_args", "validate_score", "validate_agreement_wrong", "calibration_scores",
            "group_calibration_scores", "agreement_judge", "calibration_reward"]
 
@@ -38,7 +43,10 @@ __all__ = ["SCHEDULES", "READINGS", "SCORES", "EMPTY_ANSWERS", "AGREEMENT_WRONG"
 SCHEDULES = ("linear", "constant", "step")
 READINGS = ("rollout", "pairwise")
 SCORES = ("log", "brier", "likelihood", "likelihood_spread")
-EMPTY_ANSWERS = ("disagree", "worst")
+#: ``judge`` (the paper: J as the judge reads it, reflexive) and semcal's additions ``disagree``, ``worst``
+EMPTY_ANSWERS = ("disagree", "worst", "judge")
+#: semcal's rule, kept the default until the cover judge becomes J (issue 41, docs/JUDGE.md)
+DEFAULT_EMPTY_ANSWER = "disagree"
 #: how a *wrong* rollout's row of the agreement matrix is read: ``judge`` (the paper: the same J as every row) or
 #: ``overlap`` (csr_spread: J or a shared content word, :func:`trainers.answer_match.overlap_matrix`)
 AGREEMENT_WRONG = ("judge", "overlap")
@@ -157,7 +165,7 @@ def calibration_scores(
     empty: Sequence[bool] | None = None,
     score: str = "log",
     bounded: bool = False,
-    empty_answer: str = "disagree",
+    empty_answer: str = DEFAULT_EMPTY_ANSWER,
 ):
     """Per-rollout calibration scores of one group, and the confidences p_j (see :func:`group_calibration_scores`,
     of which this is the one-group form).
@@ -193,7 +201,7 @@ def group_calibration_scores(
     empty: np.ndarray | None = None,
     score: str = "log",
     bounded: bool = False,
-    empty_answer: str = "disagree",
+    empty_answer: str = DEFAULT_EMPTY_ANSWER,
     agreement_wrong: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Calibration scores r_cal of G groups of K rollouts at once, and the confidences p.
@@ -233,12 +241,12 @@ def group_calibration_scores(
       punctuation cannot make a wrong answer look unshared. A wrong rollout never earns more than a correct one
       (≤ 0 against ≥ 1 at any λ ≥ 0). With ``empty_answer="worst"`` (csr_spread.yaml) an empty answer gets −1,
       the charge of a fully shared wrong answer.
-    - Empty answers (``empty`` true: nothing to agree with) never agree with another rollout. With
-      ``empty_answer="disagree"`` (default: what the paper's formula gives) an empty rollout is scored like
-      any wrong answer that agrees with nobody (p = ε, r_cal ≈ 0, the best value of a wrong rollout: the
-      paper's design pays a wrong rollout for standing apart, and saying nothing stands apart; it still loses
-      the correctness reward). ``"worst"``: its score is the score's worst value (log ε, −1 bounded; csr_spread's
-      choice), so nobody earns calibration reward by saying nothing.
+    - Empty answers (``empty`` true: no letter or digit). semcal's rules: ``"disagree"`` (default: an empty
+      answer agrees with nothing, so it is scored like a wrong answer that stands apart, r_cal ≈ 0, the best
+      value of a wrong rollout) and ``"worst"`` (it scores the score's worst value, log ε or −1 bounded;
+      csr_spread's choice), so nobody earns calibration reward by saying nothing. ``"judge"`` (the paper's):
+      the agreement as the judge gives it; under the reflexive cover judge empty answers agree with each other,
+      and a group of them is scored like any wrong answer the group repeats.
 
     Args:
         agreement: G×K×K agreement values in [0, 1].
@@ -248,7 +256,7 @@ def group_calibration_scores(
         empty: G×K booleans, true for an empty answer; None: no empty answers.
         score: one of :data:`SCORES`.
         bounded: divide the log score by log(1/ε).
-        empty_answer: ``"worst"`` or ``"disagree"``.
+        empty_answer: ``"disagree"`` (default), ``"worst"`` or ``"judge"``.
         agreement_wrong: G×K×K agreement read for the rows of *wrong* rollouts (y_j = 0) instead of
             ``agreement``; None: ``agreement`` for every row. The trainer passes the content-word overlap
             (:func:`trainers.answer_match.overlap_matrix`), a reading of "may be the same answer" that padding
@@ -284,8 +292,9 @@ def group_calibration_scores(
             raise ValueError(f"agreement_wrong must be G×K×K like agreement with values in [0, 1]; got {Aw.shape}")
         A = np.where((y < 0.5)[:, :, None], Aw, A)  # row j of a wrong rollout: its "may be the same" partners
     off = ~np.eye(K, dtype=bool)
-    # an empty answer agrees with nothing (its own diagonal is ignored anyway)
-    A = np.where(e[:, :, None] | e[:, None, :], 0.0, A)
+    if empty_answer != "judge":
+        # semcal's rules: an empty answer agrees with nothing (its own diagonal is ignored anyway)
+        A = np.where(e[:, :, None] | e[:, None, :], 0.0, A)
     a = A[:, off].reshape(G, K, K - 1)  # a[g, j, :] = A_ji over partners i ≠ j
     m = a.mean(axis=2)  # mean partner agreement
     p = np.clip(m, eps, 1 - eps)
@@ -403,7 +412,7 @@ def calibration_reward(
     gather_groups: bool = False,
     score: str = "log",
     bounded: bool = False,
-    empty_answer: str = "disagree",
+    empty_answer: str = DEFAULT_EMPTY_ANSWER,
     agreement_wrong: str = "judge",
     **kwargs,
 ) -> list[float]:
@@ -456,9 +465,8 @@ def calibration_reward(
 
     jd = agreement_judge(judge, judge_kwargs)
     y = np.asarray(correctness(questions, preds, golds))
-    # qa.agreement_matrix makes an empty answer agree with nothing but itself (diagonal, ignored here).
     A = np.stack([qa.agreement_matrix(questions[s], preds[s : s + K], jd) for s in range(0, N, K)]).astype(float)
-    empty = np.array([not x.strip() for x in preds]).reshape(-1, K)
+    empty = np.array([is_empty(x) for x in preds]).reshape(-1, K)
     Aw = None
     if agreement_wrong == "overlap":
         Aw = np.stack([overlap_matrix(preds[s : s + K], questions[s]) for s in range(0, N, K)]).astype(float)

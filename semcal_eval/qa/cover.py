@@ -1,0 +1,396 @@
+"""The ``cover`` answer judge's core: does an answer *cover* a gold alias, and claim nothing beside it?
+
+Pure functions, strings in and booleans out; :mod:`semcal_eval.qa.grading` wraps them as semcal's grader
+(:func:`~semcal_eval.qa.grading.grade`) and agreement (:func:`~semcal_eval.qa.grading.agree`).
+
+**Reading a text** (:func:`tokens`). NFKC, confusable letters to Latin, diacritics dropped, case folded (as
+:func:`semcal_eval.qa.answers.fold`); invisible characters (Unicode categories Cf/Cc/Co/Cs/Cn: zero-width
+space and joiner, BOM, soft hyphen, word joiner, …) removed; every line or paragraph separator (U+2028,
+U+2029, U+0085, VT, FF, CR) read as a newline. Words glued by a missing space are split ("onDecember"), a
+citation mark glued to a word is dropped ("Murray1", "MacLellan⁶"), a hyphen inside a word is dropped
+("non-partisan" = "nonpartisan"). Numbers are canonical: thousands commas removed ("1,945" = "1945"), trailing
+decimal zeros dropped ("36.0" = "36"), number words and ordinals read as digits ("four" = "4", "2nd" = "2");
+any other punctuation inside a number splits it ("19/45", "19-45" are two numbers; "194.5" is one, ≠ 1945).
+Month names are one token each ("Sept." = "September" = "sep").
+
+**Covering a gold** (:func:`covers`). The gold's *evidence* is its content words (not stop words) that the
+question does not already hold: repeating the question proves nothing. Two words match when equal, or when
+they share a stem (a common prefix of ≥ 4 letters and ≥ 80 % of the shorter word, the rest ≤ 3 letters:
+"hieroglyphs" ~ "hieroglyphic", "Confederates" ~ "Confederate"); numbers only when equal. The answer covers the
+gold when, inside one window of the answer (the gold's length + :data:`WINDOW` tokens):
+
+- every number of the evidence appears, and at least :data:`THETA` of its words (a sentence gold, ≥
+  :data:`SENTENCE_MIN_TOKENS` content words: :data:`THETA_SENTENCE` of them and every proper noun);
+- for a short gold matched in part, its last word (the head: a surname, the noun) is matched, and no missing
+  gold word's place is taken by another content word ("Michelle Obama" for "Barack Obama"); titles and roles
+  ("President Obama") and initials ("B. Obama") may stand there.
+
+**Claiming nothing beside it** (:func:`claims_alone`): the match is refused when the answer
+
+- hedges or offers alternatives next to it (:data:`ALTERNATIVES`, :data:`HEDGES`, "/" or "|" within
+  :data:`ALT_WINDOW` tokens; anywhere in a short answer);
+- negates it (:data:`NEGATIONS` in the :data:`NEG_WINDOW` tokens before, "wrong"/"not" after);
+- lists it beside a candidate of the same kind: a short item next to the match, split off by "," ";" "&"
+  "+" "and" or a new line, holding 1–:data:`ITEM_MAX` content words that the question does not hold (a date's
+  month and day refine a year and are no rival; a word is no rival to a number, nor a number to a word).
+
+Why these and not exact match: exact match (semcal's ``strict`` rule) is wrong about most correct long answers
+(docs/JUDGE.md: it agrees with people on 0.35 of EVOUNA's NQ answers). Why not containment alone: containment
+pays a policy for listing its candidates ("Lyon, Paris") and ignores negation. The constants were chosen on
+EVOUNA by 5-fold cross-validation by question (benchmarks/bench_judge_humans.py); the numbers are measured
+there, per system and per answer length.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .answers import CONFUSABLES
+
+__all__ = [
+    "THETA", "THETA_SENTENCE", "WINDOW", "ALT_WINDOW", "NEG_WINDOW", "SHORT_EXTRA", "ITEM_MAX",
+    "SENTENCE_MIN_TOKENS", "STOP_WORDS", "TITLES", "HEDGES", "ALTERNATIVES", "NEGATIONS", "Token", "clean",
+    "check_text", "tokens", "content", "is_empty", "words_match", "covers", "CoverError",
+]
+
+#: share of a short gold's evidence words the answer must hold (numbers: all of them)
+THETA = 0.5
+#: share of a sentence gold's evidence words (and every proper noun and number)
+THETA_SENTENCE = 0.5
+#: a gold of this many content words or more is a sentence answer (MS MARCO's human answers often are)
+SENTENCE_MIN_TOKENS = 5
+#: the evidence must sit inside the gold's length + WINDOW tokens of the answer
+WINDOW = 4
+#: alternatives and hedges count within this many tokens of the match (anywhere in a short answer)
+ALT_WINDOW = 1
+#: negations count within this many tokens before the match ("wrong", "not" that many after)
+NEG_WINDOW = 3
+#: an answer with at most this many content words beyond the gold and the question is short
+SHORT_EXTRA = 4
+#: a list item next to the match with 1..ITEM_MAX content words is a rival candidate
+ITEM_MAX = 3
+#: an answer longer than this many characters is refused (a clear error, not a slow grade)
+MAX_CHARS = 1_000_000
+
+
+class CoverError(ValueError):
+    """An answer or gold the judge cannot read (not a string, too long)."""
+
+
+STOP_WORDS = frozenset("""
+a an the of in on at to for by from with as into onto upon about over under and or but nor is are was were be been
+being am do does did has have had it its this that these those there here which who whom whose what when where why
+how than then so such he she they them his her their him i we you your our my me us one s
+""".split())
+#: words that may stand before a name without naming someone else (titles, roles, kinds of place)
+TITLES = frozenset("""
+mr mrs ms miss dr doctor sir lord lady dame saint st king queen prince princess president pres senator sen governor
+gov general gen captain capt professor prof rev reverend judge justice emperor empress pope chancellor minister
+prime actor actress singer band group rapper musician artist writer author poet painter director producer composer
+player team club city town village state country province county region river mount mountain lake island family
+dynasty empire
+""".split())
+HEDGES = frozenset("maybe perhaps possibly probably likely unlikely unsure guess might either".split())
+ALTERNATIVES = frozenset("or nor vs versus".split())
+NEGATIONS = frozenset(
+    "not no never neither none nobody nothing isnt wasnt arent werent dont doesnt didnt cannot cant wont wouldnt "
+    "shouldnt couldnt hasnt havent hadnt".split())
+_WRONG_AFTER = frozenset("not wrong incorrect false untrue".split())
+_LIST_SEPS = frozenset([",", ";", "&", "+", "\n", "and"])
+#: an item that starts with one of these is an apposition or a clause ("…, a German physicist"), not a rival
+_CLAUSE_START = frozenset(
+    "a an the who which whose that this its his her their is was are were in on at of from by for with as known "
+    "also born i we you he she they it im its but so because although if though since".split())
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update(thirty=30, forty=40, fifty=50, sixty=60, seventy=70, eighty=80, ninety=90, hundred=100)
+_ORDINALS = {w: i + 1 for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
+_MONTHS = {m: m[:3] for m in
+           "january february march april may june july august september october november december".split()}
+_MONTHS.update({m[:3]: m[:3] for m in list(_MONTHS)}, sept="sep")
+_MONTH_TOKENS = frozenset(_MONTHS.values())
+_CONFUSE = str.maketrans(CONFUSABLES)
+_LINES = dict.fromkeys(map(ord, "\r\v\f\x85\u2028\u2029\x1c\x1d\x1e"), "\n")
+_DROP_CATEGORIES = frozenset(("Cf", "Cc", "Co", "Cs", "Cn"))
+_TOKEN = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+|\n|[,;/|&+]|[.!?](?=\s|$)")
+_SEP_CHARS = frozenset("\n,;/|&+.!?")
+_SENTENCE_END = frozenset(".!?\n")
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token of a read text: ``text`` and ``kind`` ("w" word, "n" number, "sep" separator mark)."""
+
+    text: str
+    kind: str
+
+
+def clean(text: str) -> str:
+    """NFKC, confusables to Latin, separators to newlines, invisible characters removed (case kept).
+
+    >>> clean("Pa\\u200bris\\u2028Lyon"), clean("\\ufeffLу\\u00adon")
+    ('Paris\\nLyon', 'Lyon')
+    """
+    s = unicodedata.normalize("NFKC", text).translate(_CONFUSE).translate(_LINES)
+    return "".join(c for c in s if c in "\n\t" or unicodedata.category(c) not in _DROP_CATEGORIES)
+
+
+def check_text(text, what: str) -> str:
+    if not isinstance(text, str):
+        raise CoverError(f"{what} must be a string, got {type(text).__name__} ({str(text)[:40]!r}); "
+                         "pass the decoded text (str(x) if you mean its printed form)")
+    if len(text) > MAX_CHARS:
+        raise CoverError(f"{what} has {len(text):,} characters, over the judge's limit of {MAX_CHARS:,}; "
+                         "truncate generations at max_gen_toks before grading")
+    return text
+
+
+def tokens(text: str) -> list[Token]:
+    """The judge's reading of a text (module docstring): words, canonical numbers and separator marks.
+
+    >>> [t.text for t in tokens("On September 2nd, 1,945 — not 19/45")]
+    ['on', 'sep', '2', ',', '1945', 'not', '19', '/', '45']
+    """
+    s = clean(check_text(text, "text"))
+    s = re.sub(r"(?<=[a-z])(?=[A-Z][a-z])", " ", s)  # words glued by a missing space: "onDecember"
+    s = "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c))
+    s = s.translate(_CONFUSE).casefold()
+    s = re.sub(r"(?<=\d),(?=\d{3}\b)", "", s)  # thousands: 1,945
+    s = re.sub(r"(?<=[a-z])-(?=[a-z])", "", s)  # non-partisan
+    s = re.sub(r"(?<=[a-z]{3})\d{1,2}\b", " ", s)  # a citation mark glued to a word: "episodes1"
+    s = re.sub(r"(?<=\d)(?=[a-z])|(?<=[a-z])(?=\d)", " ", s)  # 6ft, 2nd
+    out: list[Token] = []
+    for m in _TOKEN.finditer(s):
+        t = m.group()
+        if t[0].isdigit():
+            if "." in t:
+                t = t.rstrip("0").rstrip(".")
+            out.append(Token(t.lstrip("0") or "0", "n"))
+        elif t in _SEP_CHARS:
+            out.append(Token(t, "sep"))
+        elif t in _NUMBER_WORDS:
+            out.append(Token(str(_NUMBER_WORDS[t]), "n"))
+        elif t in _ORDINALS:
+            out.append(Token(str(_ORDINALS[t]), "n"))
+        elif t in _MONTHS:
+            out.append(Token(_MONTHS[t], "w"))
+        elif t in ("st", "nd", "rd", "th") and out and out[-1].kind == "n":
+            continue  # the ordinal suffix of 2nd, 21st
+        else:
+            out.append(Token(t, "w"))
+    return out
+
+
+def content(text: str) -> list[str]:
+    """The words and numbers of a text (no separator marks)."""
+    return [t.text for t in tokens(text) if t.kind != "sep"]
+
+
+def is_empty(text: str) -> bool:
+    """True iff the text holds no letter or digit (empty, blank, punctuation or invisible characters only)."""
+    return not content(text)
+
+
+def words_match(a: str, b: str) -> bool:
+    """Equal, or one stem (common prefix ≥ max(4, 0.8·shorter), the rest ≤ 3 letters of the longer and ≤ 2 of
+    the shorter); numbers only when equal.
+
+    >>> words_match("hieroglyphs", "hieroglyphic"), words_match("austria", "australia"), words_match("6", "6.5")
+    (True, False, False)
+    """
+    if a == b:
+        return True
+    if a[0].isdigit() or b[0].isdigit():
+        return False
+    s, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    if len(s) < 4:
+        return False
+    c = 0
+    while c < len(s) and s[c] == long_[c]:
+        c += 1
+    return c >= max(4, 0.8 * len(s)) and len(long_) - c <= 3 and len(s) - c <= 2
+
+
+def _caps(text: str) -> set[str]:
+    """Words written with a capital inside a sentence (proper nouns), folded."""
+    out, start = set(), True
+    for m in re.finditer(r"[^\W\d_]+|[.!?\n]", clean(text)):
+        w = m.group()
+        if w in ".!?\n":
+            start = True
+            continue
+        if not start and w[0].isupper():
+            out.update(x.text for x in tokens(w))
+        start = False
+    return out
+
+
+@dataclass
+class _Gold:
+    words: list[str]  # all gold words and numbers
+    evidence: list[str]  # content words the question does not hold
+    echoed: bool  # every content word of the gold is in the question
+    sentence: bool
+    keys: frozenset[str]  # evidence that must be matched: numbers (and a sentence gold's proper nouns)
+    numeric: bool
+
+
+def _question_stems(question: str) -> list[str]:
+    return [w for w in content(question) if w not in STOP_WORDS]
+
+
+def _in(word: str, words: Sequence[str]) -> bool:
+    return any(words_match(word, x) for x in words)
+
+
+def _read_gold(gold: str, question_words: Sequence[str]) -> _Gold | None:
+    words = content(gold)
+    if not words:
+        return None
+    cont = [w for w in words if w not in STOP_WORDS] or words
+    evidence = [w for w in cont if not _in(w, question_words)]
+    echoed = not evidence
+    evidence = evidence or cont
+    sentence = len(cont) >= SENTENCE_MIN_TOKENS
+    keys = {w for w in evidence if w[0].isdigit()}
+    if sentence:
+        caps = _caps(gold)
+        keys |= {w for w in evidence if w in caps}
+    return _Gold(words, evidence, echoed, sentence, frozenset(keys), any(w[0].isdigit() for w in evidence))
+
+
+def _best_window(hits: list[tuple[int, int]], n_evidence: int, width: int) -> dict[int, int]:
+    """The window of ``width`` answer tokens holding the most distinct evidence words (two pointers over the
+    hits, sorted by answer position): evidence index → the answer position that matched it."""
+    best: dict[int, int] = {}
+    count: dict[int, int] = {}
+    lo = 0
+    for hi in range(len(hits)):
+        count[hits[hi][1]] = count.get(hits[hi][1], 0) + 1
+        while hits[hi][0] - hits[lo][0] >= width:
+            j = hits[lo][1]
+            count[j] -= 1
+            if not count[j]:
+                del count[j]
+            lo += 1
+        if len(count) > len(best):
+            best = {}
+            for i, j in hits[lo: hi + 1]:
+                best.setdefault(j, i)
+        if len(best) == n_evidence:
+            break
+    return best
+
+
+def _item(toks: list[Token], start: int, step: int) -> list[str]:
+    """The words of the list item that begins just past the separator at ``start`` (walking by ``step``)."""
+    out, i = [], start + step
+    while 0 <= i < len(toks):
+        t = toks[i]
+        if t.kind == "sep" or t.text == "and":
+            break
+        out.append(t.text)
+        i += step
+    return out if step > 0 else out[::-1]
+
+
+def claims_alone(toks: list[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str]) -> bool:
+    """No hedge, alternative, negation or rival list item around the match at answer tokens ``lo..hi``."""
+    n = len(toks)
+    for i in range(lo - 1, max(-1, lo - 1 - NEG_WINDOW), -1):
+        if toks[i].text in _SENTENCE_END:
+            break
+        if toks[i].text in NEGATIONS:
+            return False
+    for i in range(hi + 1, min(n, hi + 1 + NEG_WINDOW)):
+        if toks[i].text in _SENTENCE_END:
+            break
+        if toks[i].text in _WRONG_AFTER:
+            return False
+    extra = sum(1 for t in toks if t.kind != "sep" and t.text not in STOP_WORDS and not _in(t.text, gold.words)
+                and (gold.echoed or not _in(t.text, question_words)))
+    short = extra <= SHORT_EXTRA
+    for i, t in enumerate(toks):
+        if (short or lo - ALT_WINDOW <= i <= hi + ALT_WINDOW) and (
+                t.text in ALTERNATIVES or t.text in HEDGES or (t.kind == "sep" and t.text in "/|")):
+            return False
+    left = lo
+    while left > 0 and not (toks[left - 1].kind == "sep" or toks[left - 1].text == "and"):
+        left -= 1
+    right = hi
+    while right + 1 < n and not (toks[right + 1].kind == "sep" or toks[right + 1].text == "and"):
+        right += 1
+    if right - left + 1 > len(gold.words) + 2:
+        return True  # the match sits in a clause, not in a list of names
+    for sep in (left - 1, right + 1):
+        if not (0 <= sep < n) or toks[sep].text not in _LIST_SEPS:
+            continue
+        item = _item(toks, sep, -1 if sep < left else 1)
+        rivals = [w for w in item if w not in STOP_WORDS and w not in TITLES and not _in(w, question_words)]
+        if not item or item[0] in _CLAUSE_START or not 1 <= len(rivals) <= ITEM_MAX or len(item) > ITEM_MAX + 1:
+            continue
+        if any(w in _MONTH_TOKENS for w in item):
+            continue  # "September 2, 1945": a date refines a year
+        if any(w[0].isdigit() for w in rivals) != gold.numeric:
+            continue
+        return False
+    return True
+
+
+def _conflict(toks: list[Token], got: dict[int, int], gold: _Gold, question_words: Sequence[str]) -> bool:
+    """A missing gold word whose place, next to a matched neighbour, holds another content word."""
+    ev = gold.evidence
+    for j in range(len(ev)):
+        if j in got:
+            continue
+        for dj, side in ((1, -1), (-1, 1)):
+            if j + dj not in got:
+                continue
+            i = got[j + dj] + side
+            if not 0 <= i < len(toks) or toks[i].kind == "sep":
+                continue
+            w = toks[i].text
+            if (len(w) > 1 and w not in STOP_WORDS and w not in TITLES and not _in(w, question_words)
+                    and not _in(w, gold.words)):
+                return True
+    return False
+
+
+def covers(answer_tokens: list[Token], gold: str, question_words: Sequence[str]) -> bool:
+    """Does the answer (read by :func:`tokens`) cover ``gold`` and claim nothing beside it (module docstring)?"""
+    g = _read_gold(gold, question_words)
+    if g is None:
+        return False
+    ev = g.evidence
+    last = len(ev) - 1
+    hits = []
+    for i, t in enumerate(answer_tokens):
+        if t.kind == "sep":
+            continue
+        for j, e in enumerate(ev):
+            if words_match(t.text, e) or (
+                    len(t.text) == 1 and t.kind == "w" and j < last and len(e) > 1 and e[0] == t.text):
+                hits.append((i, j))  # an initial stands for a first name: "B. Obama"
+    if not hits:
+        return False
+    if g.echoed and sum(1 for t in answer_tokens if t.kind != "sep" and t.text not in STOP_WORDS
+                        and not _in(t.text, g.words)) > SHORT_EXTRA:
+        return False  # the gold is in the question: a long answer may only be the question repeated
+    got = _best_window(hits, len(ev), len(g.words) + WINDOW)
+    if any(j not in got for j, e in enumerate(ev) if e in g.keys):
+        return False
+    share = len(got) / len(ev)
+    if g.sentence:
+        if share < THETA_SENTENCE:
+            return False
+    elif share < 1:
+        if share < THETA or last not in got or _conflict(answer_tokens, got, g, question_words):
+            return False
+    return claims_alone(answer_tokens, min(got.values()), max(got.values()), g, question_words)
