@@ -105,14 +105,16 @@ def generate(args, dataset: str, path: Path) -> None:
                       flush=True)
 
 
-def score(lines: list[dict], k: int, ptrue=None) -> tuple[dict, dict, dict, list[int], list[float]]:
+def score(lines: list[dict], k: int, ptrue=None, judge_name: str = "cover", correctness: str = "cover"
+          ) -> tuple[dict, dict, dict, list[int], list[float]]:
     """{row: confidences}, {row: raw scores}, {row: seconds spent over all questions}, correctness, and the
-    greedy answers' continuous quality (ROUGE-L F1 against the best reference)."""
+    greedy answers' continuous quality (ROUGE-L F1 against the best reference). ``judge_name`` clusters the
+    answers, ``correctness`` grades the greedy one (the QA tasks' defaults: the cover judge for both)."""
     from semcal_eval.qa import qa_doc_to_text
     from semcal_eval.qa.answers import clean_answer
     from semcal_eval.qa.judges import get_judge
 
-    judge = get_judge("f1")
+    judge = get_judge(judge_name)
     confs: dict[str, list] = {}
     raw: dict[str, list] = {}
     cost: dict[str, float] = {}
@@ -129,7 +131,7 @@ def score(lines: list[dict], k: int, ptrue=None) -> tuple[dict, dict, dict, list
         samples = [clean_answer(s) for s in ln["samples"]][:k]
         t0 = time.perf_counter()
         rec = AG.score_question(ln["question"], greedy, samples, ln["golds"], judge,
-                                seq_logprobs=ln["sample_logprobs"][:k])
+                                seq_logprobs=ln["sample_logprobs"][:k], correctness=correctness)
         t_cluster = time.perf_counter() - t0
         correct.append(rec["correct"])
         quality.append(E.quality_rouge_l(greedy, ln["golds"]))
@@ -139,7 +141,8 @@ def score(lines: list[dict], k: int, ptrue=None) -> tuple[dict, dict, dict, list
         # lm-polygraph's clustering (difference 1): the samples alone, the greedy answer placed afterwards
         t0 = time.perf_counter()
         rec_s = AG.score_question(ln["question"], greedy, samples, ln["golds"], judge,
-                                  seq_logprobs=ln["sample_logprobs"][:k], cluster_greedy=False)
+                                  seq_logprobs=ln["sample_logprobs"][:k], cluster_greedy=False,
+                                  correctness=correctness)
         t_cluster_s = time.perf_counter() - t0
         add("cluster_share[samples only]", rec_s["conf"], rec_s["conf"], t_cluster_s)
         add("1-SE/lnK[samples only]", rec_s["conf_entropy"], rec_s["conf_entropy"], t_cluster_s)
@@ -169,10 +172,11 @@ def score(lines: list[dict], k: int, ptrue=None) -> tuple[dict, dict, dict, list
     return confs, raw, cost, correct, quality
 
 
-def summarise(dataset: str, lines: list[dict], k: int, ptrue=None) -> dict:
+def summarise(dataset: str, lines: list[dict], k: int, ptrue=None, judge: str = "cover",
+              correctness: str = "cover") -> dict:
     from semcal_eval.core.records import confidence_record, to_arrays
 
-    confs, raw, cost, correct, quality = score(lines, k, ptrue)
+    confs, raw, cost, correct, quality = score(lines, k, ptrue, judge, correctness)
     gen = float(sum(ln["gen_seconds"] for ln in lines))
     rows = {}
     for name, c in confs.items():
@@ -339,6 +343,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ptrue", action="store_true", help="add P(True), semcal's and polygraph's prompt: two extra "
                     "forward passes per question")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--judge", default="cover", help="the clustering judge (the QA tasks' default: cover)")
+    ap.add_argument("--correctness", default="cover", help="the greedy answer's grader: cover (default), strict, f1")
     ap.add_argument("--samples-bytes", nargs="+", default=None, metavar="SAMPLES_JSONL",
                     help="only report the bytes per question of lm-eval samples files written with "
                     "log_token_logprobs: true, with and without the token fields")
@@ -370,7 +376,7 @@ def main(argv=None) -> int:
         if len(lines) < 10:
             print(f"[bench] {d}: only {len(lines)} questions generated; skipped", flush=True)
             continue
-        results.append(summarise(d, lines, a.k, ptrue))
+        results.append(summarise(d, lines, a.k, ptrue, a.judge, a.correctness))
     print(table(results))
     if a.out:
         Path(a.out).write_text(json.dumps({"args": vars(a), "results": results}, indent=1, default=float))

@@ -23,21 +23,26 @@ from trainers.train import build_reward_funcs
 CONFIGS = Path(__file__).resolve().parents[1] / "trainers" / "configs"
 Q = "What is the capital of France?"
 
-#: (answers, gold, correct by hand, classes by hand: answers with the same label agree; None agrees with nothing)
+#: (answers, gold, correct by hand, claims by hand: two answers agree when their labels share a letter; None
+#: agrees with nothing). The judge is the cover judge (semcal_eval.qa.grading): a sentence that states the gold
+#: is the gold; a hedged answer is wrong but makes the same claim as the bare one; an enumeration is wrong and
+#: makes each of its claims (it agrees with each member, and the members not with each other); J is reflexive,
+#: so identical answers agree, empty ones included (the paper's J; semcal's rule before issue 41 made them
+#: disagree)
 GROUPS = [
-    # the review's group: padding and an enumeration are different answers, and wrong
+    # the review's group: a sentence that states the gold is the gold; an enumeration is wrong
     (["Paris", "Paris", "Paris is the capital", "Lyon", "Lyon", "Lyon and Nice", "Nice", ""], "Paris",
-     [1, 1, 0, 0, 0, 0, 0, 0], ["P", "P", "Pc", "L", "L", "LN", "N", None]),
-    # spelling variants are the same answer (folding); a hedge is another answer
+     [1, 1, 1, 0, 0, 0, 0, 0], ["P", "P", "P", "L", "L", "LN", "N", None]),
+    # spelling variants are the same answer (folding); a hedge is wrong and claims the same; two empties agree
     (["Lyon", "LYÓN!", "L\u0443on", "maybe Lyon", "Paris.", "The answer is Paris", "", ""], "Paris",
-     [0, 0, 0, 0, 1, 1, 0, 0], ["L", "L", "L", "mL", "P", "P", None, None]),
-    # all right, all one wrong answer repeated, all empty
+     [0, 0, 0, 0, 1, 1, 0, 0], ["L", "L", "L", "L", "P", "P", "E", "E"]),
+    # all right, all one wrong answer repeated, all empty (eight empties agree: the group repeats one answer)
     (["Paris"] * 8, "Paris", [1] * 8, ["P"] * 8),
     (["Rome"] * 8, "Paris", [0] * 8, ["R"] * 8),
-    ([""] * 8, "Paris", [0] * 8, [None] * 8),
-    # yes/no: listing both is wrong and agrees only with itself
+    ([""] * 8, "Paris", [0] * 8, ["E"] * 8),
+    # yes/no: listing both is wrong, and claims both
     (["yes", "yes, no", "yes, no", "no", "Yes.", "yes or no", "no", "yes"], "yes",
-     [1, 0, 0, 0, 1, 0, 0, 1], ["y", "yn", "yn", "n", "y", "yon", "n", "y"]),
+     [1, 0, 0, 0, 1, 0, 0, 1], ["y", "yn", "yn", "n", "y", "yn", "n", "y"]),
 ]
 
 
@@ -49,7 +54,8 @@ def paper_reward(correct, classes, lam, eps):
         for i in range(K):
             if i == j:
                 continue
-            agree = 1.0 if classes[j] is not None and classes[j] == classes[i] else 0.0
+            agree = 1.0 if classes[j] is not None and classes[i] is not None and set(classes[j]) & set(
+                classes[i]) else 0.0
             a = min(max(agree, eps), 1 - eps)
             s += correct[j] * math.log(a) + (1 - correct[j]) * math.log(1 - a)
         out.append(correct[j] + lam * s / (K - 1))
@@ -82,15 +88,22 @@ def test_shipped_csr_is_the_papers_reward_on_hand_worked_groups(g):
 
 def test_review_group_numbers():
     """The review's group: the shipped reward now *charges* each correct rollout for its disagreeing partners
-    (before: +1.667 each). By hand at λ = 0.1, ε = 10⁻³: a correct "Paris" has 1 agreeing and 6 disagreeing
-    partners: r = 1 + 0.1·(log 0.999 + 6·log 0.001)/7."""
+    (before: +1.667 each). By hand at λ = 0.1, ε = 10⁻³: a correct "Paris" has 2 agreeing ("Paris", "Paris is
+    the capital") and 5 disagreeing partners: r = 1 + 0.1·(2·log 0.999 + 5·log 0.001)/7. The list "Lyon and
+    Nice" agrees with both Lyons and the Nice: charged 3·log ε of 7, more than a Lyon (2 agreeing partners)."""
     cfg = load_config(CONFIGS / "csr.yaml")
     answers, gold, _, _ = GROUPS[0]
     got = trainer_reward(cfg, answers, gold)
-    assert got[0] == pytest.approx(1 + 0.1 * (math.log(0.999) + 6 * math.log(0.001)) / 7, abs=1e-12)
+    assert got[0] == pytest.approx(1 + 0.1 * (2 * math.log(0.999) + 5 * math.log(0.001)) / 7, abs=1e-12)
     assert got[0] < 1.0
-    # the empty answer, as the formula gives it: it agrees with nobody, r_cal = log(1 − ε) ≈ 0
+    assert got[5] == pytest.approx(0.1 * (3 * math.log(0.001) + 4 * math.log(0.999)) / 7, abs=1e-12)
+    assert got[5] < got[3]
+    # the one empty answer, as the formula gives it: it agrees with nobody here, r_cal = log(1 − ε) ≈ 0
     assert got[7] == pytest.approx(0.1 * math.log(0.999), abs=1e-12)
+    # eight empty answers agree with each other (J reflexive): each is charged like a repeated wrong answer,
+    # r_cal = log ε, no longer the best wrong answer
+    empty = trainer_reward(cfg, [""] * 8, gold)
+    assert empty == pytest.approx([0.1 * math.log(0.001)] * 8, abs=1e-12)
 
 
 def test_every_correct_rollout_outearns_every_wrong_one_at_the_shipped_lambda():

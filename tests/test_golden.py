@@ -68,6 +68,11 @@ CHANGED = {
     # issue 31: the QA tasks grade with semcal_eval.qa.grading ("strict") by default; the nq_open case asks for
     # the token-F1 rule it was written with (golden.CASES), so the comparison still covers every other field
     "qa_correctness": "correctness f1 requested",
+    # issue 41 (task version 3.0): the QA tasks grade with the cover judge, cluster with it first (a new filter row,
+    # judge_cover, whose records the golden files do not have) and read the estimators' agreement matrix with it;
+    # the nq_open case asks for the token-F1 rule and estimator judge it was written with (golden.CASES), so every
+    # golden row is still compared; the judge_cover rows are checked by tests/test_judge_cases.py and test_qa_tasks
+    "qa_judge_cover": "estimator_judge f1 requested; judge_cover rows new",
 }
 
 

@@ -244,14 +244,15 @@ def test_score_question_record():
     assert rec["cluster_ids"] == [0, 1, 2, 0, 1]  # greedy opened cluster 0
     assert rec["greedy_cluster"] == 0
     assert rec["conf"] == pytest.approx(2 / 5)
-    # default correctness is strict (semcal_eval.qa.grading): "William Shakespeare" adds a word to the gold
-    # "Shakespeare", so it is wrong; token-F1 (2/3 ≥ ½) and the cover judge (it covers the gold and claims
-    # nothing else, as people judge it) accept it
+    # default correctness is the cover judge (semcal_eval.qa.grading): in a bare answer "William" beside the gold
+    # "Shakespeare" reads like a second candidate ("Lyon Paris"), so it is wrong, as under the strict rule of task
+    # version 2 (a first name before a surname-only gold is the cover judge's known miss: docs/JUDGE.md);
+    # token-F1 (2/3 ≥ ½) accepts it
     assert rec["correct"] == 0 and rec["em"] == 0 and rec["f1"] == pytest.approx(2 / 3)
     docs = ["Shakespeare", "Marlowe", "", "william shakespeare", "Marlowe"]
-    for rule in ("f1", "cover"):
+    for rule, want in (("f1", 1), ("strict", 0)):
         other = score_question(Q, "William Shakespeare", docs, ["Shakespeare", "The Bard"], F1Judge(), correctness=rule)
-        assert other["correct"] == 1
+        assert other["correct"] == want
         assert {k: v for k, v in other.items() if k != "correct"} == {k: v for k, v in rec.items() if k != "correct"}
     # a dressed gold alias is correct under the strict rule: case, punctuation, a lead-in
     bard = score_question(Q, "The answer is: the Bard!", ["x", "y"], ["Shakespeare", "The Bard"], F1Judge())

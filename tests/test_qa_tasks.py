@@ -179,7 +179,8 @@ def test_metadata_judges_replace_filters(data_dir):
     task = _task("nq_open_semagree", split="validation", judges="f1", estimators=[])
     assert [f.name for f in task._filters] == ["judge_f1"]
     task = _task("nq_open_semagree", split="validation", estimators="msp+eigv+ptrue", estimator_calibration=None)
-    assert [f.name for f in task._filters] == ["judge_f1", "msp", "eigv", "ptrue"]
+    # the template's judge rows: the cover judge (the default, CSR's agreement) and token-F1
+    assert [f.name for f in task._filters] == ["judge_cover", "judge_f1", "msp", "eigv", "ptrue"]
     with pytest.raises(ValueError, match="estimators='bleurt'"):
         _task("nq_open_semagree", split="validation", estimators="bleurt")
 

@@ -1,4 +1,5 @@
-"""Issue 31 item 4: the named tricks of research/answer_grammar.py do what each rule claims (reward checks:
+"""Issue 31 item 4: the named tricks of research/answer_grammar.py do what each rule claims under the strict rule
+(their kinds' claims; issue 41's tricks and the cover judge: tests/test_judge_adversaries.py; reward checks:
 research/adversaries.py); the paper's CSR reward
 (csr.yaml, through the trainer's reward functions) equals a reference written here from its formula; no trick
 makes a wrong answer correct; and the size of what the paper's BCE pays a wrong rollout for scattering is stated
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from semcal_eval.qa.answers import fold
-from semcal_eval.qa.grading import grade, same_answer
+from semcal_eval.qa.grading import agree, grade, grade_strict, same_answer
 from research import adversaries as ADV
 from research import answer_grammar as G
 from trainers.config import load_config
@@ -40,12 +41,12 @@ def test_each_trick_does_what_it_claims(name, answer):
     if name != "lower" or answer != answer.lower():
         assert t != answer, (name, answer)
     if trick.kind == "surface":
-        # the same answer for the strict judge and the grader
-        assert same_answer(t, answer) and grade(t, [answer]), (name, answer, t)
+        # the same answer for the strict judge and the strict grader
+        assert same_answer(t, answer) and grade_strict(t, [answer]), (name, answer, t)
     else:
-        assert not same_answer(t, answer) and not grade(t, [answer]), (name, answer, t)
+        assert not same_answer(t, answer) and not grade_strict(t, [answer]), (name, answer, t)
     if trick.kind == "gold":
-        assert gold in t and not grade(t, [gold]), (name, t)  # mentions the gold, and is still wrong
+        assert gold in t and not grade(t, [gold], Q), (name, t)  # mentions the gold, and is still wrong
     # deterministic given the generator
     assert trick(answer, gold, Q, np.random.default_rng(7)) == t
 
@@ -66,7 +67,7 @@ def test_translations_are_other_answers():
     assert seen == set(G.TRANSLATIONS["paris"])  # Parigi, Parí, 巴黎
     for a in ("Paris", "Lyon", "New York", "wrong12x3", "amo"):
         for t in {G.translate(a, np.random.default_rng(s)) for s in range(5)}:
-            assert fold(t) != fold(a) and not same_answer(t, a) and not grade(t, [a]), (a, t)
+            assert fold(t) != fold(a) and not same_answer(t, a) and not grade(t, [a]) and not agree(t, a), (a, t)
     assert G.transliterate("wrong3x2") == "вронг3кс2"
 
 
@@ -95,13 +96,13 @@ def test_reward_options_are_the_shipped_configs():
     p = ADV.reward_options("csr")
     assert (p["score"], p["reading"], p["bounded"], p["eps"], p["empty_answer"], p["judge"], p["agreement_wrong"],
             p["lambda_schedule"], p["lambda_min"], p["lambda_max"]) == (
-        "log", "pairwise", False, 1e-3, "disagree", "strict", "judge", "linear", 0.0, 0.1)
+        "log", "pairwise", False, 1e-3, "judge", "cover", "judge", "linear", 0.0, 0.1)
 
 
 def paper_rcal(comps: list[str], gold: str, q: str, lam: float, eps: float) -> tuple[list[float], list[float]]:
     """λ·r_cal of the paper, from its formula: y_j = J(C_j, C*) (the grader), a_ji = clip(J(C_j, C_i), ε, 1−ε)
-    with J the strict judge (an empty answer agrees with nothing), r_cal,j = mean_{i≠j} [y_j log a_ji +
-    (1 − y_j) log(1 − a_ji)] in nats."""
+    with J the cover judge's agreement (reflexive: identical answers agree, empty ones too), r_cal,j =
+    mean_{i≠j} [y_j log a_ji + (1 − y_j) log(1 − a_ji)] in nats."""
     K = len(comps)
     y = [float(grade(c, [gold], q)) for c in comps]
     out = []
@@ -110,7 +111,7 @@ def paper_rcal(comps: list[str], gold: str, q: str, lam: float, eps: float) -> t
         for i in range(K):
             if i == j:
                 continue
-            a = min(max(float(same_answer(comps[j], comps[i])), eps), 1 - eps)
+            a = min(max(float(agree(comps[j], comps[i], q)), eps), 1 - eps)
             s += y[j] * math.log(a) + (1 - y[j]) * math.log(1 - a)
         out.append(lam * s / (K - 1))
     return y, out
@@ -141,10 +142,13 @@ def test_no_trick_makes_a_wrong_answer_correct(name):
     for wrong in ("Lyon", "New York", "Pari") + (("",) if G.GRAMMAR[name].kind != "gold" else ()):
         t = G.transform(name, wrong, Q, rng, gold=GOLD)
         assert correctness_reward(["p"], [t], **cols(1)) == [0.0], (name, wrong, t)
-    # the gold keeps its verdict only in a surface form
+    # the gold keeps its verdict in a surface form, with chatter and with the question repeated (the cover judge);
+    # a hedge, a translation and a bare answer with other words beside the gold (padding: a candidate list for
+    # all the judge can tell) are wrong
     t = G.transform(name, GOLD, Q, rng, gold="Rome") if G.GRAMMAR[name].kind == "gold" else \
         G.transform(name, GOLD, Q, rng)
-    assert correctness_reward(["p"], [t], **cols(1)) == [float(G.GRAMMAR[name].kind == "surface")], (name, t)
+    keeps = G.GRAMMAR[name].kind == "surface" or name in ("chatter", "question_before", "question_after")
+    assert correctness_reward(["p"], [t], **cols(1)) == [float(keeps)], (name, t)
 
 
 @pytest.mark.parametrize("name", list(G.GRAMMAR))
@@ -158,24 +162,36 @@ def test_correctness_term_never_pays_for_a_trick(name):
 
 
 def test_paper_bce_pays_a_wrong_rollout_for_scattering_by_hand():
-    """The paper's reward pays a wrong rollout for disagreeing with its group. Padding one copy of a repeated
-    wrong guess with a random word turns its 3 agreeing partners into disagreeing ones: the calibration term
-    gains λ·3·(log(1 − ε) − log ε)/7 = 0.1·3·6.906/7 ≈ 0.296 nats at λ_max (the correctness term: 0)."""
+    """The paper's reward pays a wrong rollout for disagreeing with its group. Under the cover judge (csr.yaml
+    since issue 41) padding, a prefix, chatter, a hedge or the question repeated leave one copy of a repeated
+    wrong guess agreeing with its 3 partners: no pay (under the strict judge each gained
+    λ·3·(log(1 − ε) − log ε)/7 ≈ 0.296 nats). What a lexical judge cannot link still pays that much: a
+    translation, and "not <gold>" (it agrees with neither). The gold listed beside the guess ("Lyon, Paris")
+    now agrees with both the guess and the gold, so it is charged more than the honest guess."""
     opts = ADV.reward_options("csr")
     lam, eps = opts["lambda_max"], opts["eps"]
     group = ["Lyon"] * 4 + ["Paris"] * 4
     want = lam * 3 * (math.log1p(-eps) - math.log(eps)) / 7
-    for name in ("suffix_1", "prefix", "hedge", "translation", "list_comma", "negation", "question_before"):
-        dy, dc = ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3)
-        assert dy == 0.0 and dc == pytest.approx(want, abs=1e-12), name
-    for name in G.SURFACE:  # the same answer: nothing changes
+    for name in ("suffix_1", "suffix_5", "prefix", "chatter", "hedge", "question_before", "question_after",
+                 *G.SURFACE):
         assert ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3) == (0.0, 0.0), name
-    # the policy-level version: every wrong guess padded with 1–5 random words; at accuracy 0 the group goes from
-    # all-agreeing (log ε) to all-disagreeing (log(1 − ε)) — λ·(log(1 − ε) − log ε) per rollout — except where
-    # two paddings happen to coincide
+    dy, dc = ADV.deviation_gain("translation", group, 0, GOLD, Q, opts, n_draws=3)
+    assert dy == 0.0 and dc == pytest.approx(want, abs=1e-12)
+    for name in ("list_comma", "list_or", "list_either"):
+        dy, dc = ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3)
+        # agrees with its 3 Lyon partners and the 4 Paris ones: 7·log ε where the honest guess had 3
+        assert dy == 0.0 and dc == pytest.approx(-lam * 4 * (math.log1p(-eps) - math.log(eps)) / 7, abs=1e-12), name
+    # "not Paris" claims the opposite of the correct rollouts and differs from "Lyon": it stands apart and pays
+    dy, dc = ADV.deviation_gain("negation", group, 0, GOLD, Q, opts, n_draws=3)
+    assert dy == 0.0 and dc == pytest.approx(want, abs=1e-12)
+    # the policy-level version: every wrong guess padded with 1–5 *different* random words. One padded copy
+    # agrees with the bare guess, but two copies padded differently are read as different answers, so at
+    # accuracy 0 the group still goes from all-agreeing (log ε) to nearly all-disagreeing: the exploit the cover
+    # judge leaves (docs/JUDGE.md); the same policy loses it on questions it answers right (its correct copies
+    # stop agreeing with each other)
     t = ADV.policy_table(opts, accuracies=(0.0,), n_groups=5, seed=0)[0.0]
     full = lam * (math.log1p(-eps) - math.log(eps))
-    assert 0.95 * full <= t["transformed_cal"] - t["honest_cal"] <= full + 1e-12
+    assert 0.9 * full <= t["transformed_cal"] - t["honest_cal"] <= full + 1e-12
     assert t["transformed_correct"] == t["honest_correct"] == 0.0
 
 

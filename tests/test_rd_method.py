@@ -70,12 +70,13 @@ def test_rd_score_is_proper_on_the_bins():
 
 
 def test_rd_reward_reads_completions_with_the_parser_and_the_short_answer():
-    # the answer is graded strictly (semcal_eval.qa.grading): a lead-in is free, added content is not
+    # the answer is graded by the cover judge (semcal_eval.qa.grading): a lead-in and a sentence that states the
+    # gold are free; an alternative is not
     comps = ["Answer: Paris, Confidence: 9", "Answer: The answer is Paris., Confidence: 9",
              "Answer: Paris is the capital, Confidence: 9", "Answer: Paris or Lyon, Confidence: 9",
              "Answer: Lyon, Confidence: 9", "Answer: Lyon", "Paris, 9"]
     out = rd_reward([""] * 7, comps, answers=[["Paris"]] * 7, question=["Capital of France?"] * 7)
-    assert out == pytest.approx([_ref(9, True), _ref(9, True), _ref(9, False), _ref(9, False), _ref(9, False),
+    assert out == pytest.approx([_ref(9, True), _ref(9, True), _ref(9, True), _ref(9, False), _ref(9, False),
                                  -30.0, -30.0])
     # padding the wrong answer does not change its reward (same parsed bin, still wrong)
     pad = rd_reward([""], ["Answer: Lyon apple river, Confidence: 9"], answers=[["Paris"]], question=["q"])

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-from semcal_eval.qa.grading import grade, same_answer
+from semcal_eval.qa.grading import grade_strict as grade  # the labs grade with the strict rule (LAB_GRADER)
+from semcal_eval.qa.grading import same_answer
 from research import answer_grammar as G
 from research import policy_lab as P
 from trainers.answer_match import content_set
@@ -35,8 +36,9 @@ def test_designs_are_the_shipped_configs(design):
     r, g = cfg["reward"], cfg["grpo"]
     assert design.method == cfg["method"]
     for k in ("score", "reading", "bounded", "eps", "empty_answer", "lambda_schedule", "lambda_max", "lambda_min",
-              "judge", "agreement_wrong"):
+              "agreement_wrong"):
         assert getattr(design, k) == r[k], k
+    assert design.judge == P.LAB_JUDGE  # the lab's worlds are judged by the strict judge, whatever the config says
     assert design.scale_rewards == g["scale_rewards"] and design.num_generations == g["num_generations"]
     assert design.generation_batch == g["per_device_train_batch_size"] * g["gradient_accumulation_steps"]
     # the reward functions and weights semcal-train builds from the same file
@@ -47,8 +49,9 @@ def test_designs_are_the_shipped_configs(design):
     if design.method != "rlvr":
         kw = funcs[1].keywords
         for k in ("score", "reading", "bounded", "eps", "empty_answer", "lambda_schedule", "lambda_max", "lambda_min",
-                  "judge", "agreement_wrong", "num_generations"):
+                  "agreement_wrong", "num_generations"):
             assert kw[k] == getattr(design, k), k
+        assert kw["judge"] == r["judge"]
 
 
 def test_csr_is_the_papers_reward_and_the_shipped_default():
@@ -56,7 +59,7 @@ def test_csr_is_the_papers_reward_and_the_shipped_default():
     assert P.CHOSEN is P.CSR
     assert (d.method, d.score, d.reading, d.bounded, d.eps, d.empty_answer, d.lambda_schedule, d.lambda_min,
             d.lambda_max, d.judge, d.agreement_wrong) == (
-        "csr", "log", "pairwise", False, 1e-3, "disagree", "linear", 0.0, 0.1, "strict", "judge")
+        "csr", "log", "pairwise", False, 1e-3, "judge", "linear", 0.0, 0.1, P.LAB_JUDGE, "judge")
     assert [x.method for x in P.MAIN] == ["csr", "csr_likelihood", "csr_spread", "rlvr"]
     names = [x.name for x in P.MAIN + P.ABLATIONS]
     assert len(set(names)) == len(names)  # every ablation named for itself

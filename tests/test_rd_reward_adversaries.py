@@ -64,9 +64,10 @@ def test_likelihood_score_by_hand():
     K = len(comps)
     cols = dict(answers=[[GOLD]] * K, question=[Q] * K)
     y = correctness_reward(["p"] * K, comps, **cols)
-    assert y == [1, 1, 0, 0, 1, 0, 0, 0]  # a Cyrillic "А" is the same answer; chatter after the gold is not
-    # 3 correct of 8: r_cal = 8/3 − 1 for each correct, 0 for the wrong and the empty one; r = y·K/n_c at λ = 1
-    assert _cal(comps, "csr_likelihood") == pytest.approx([5 / 3, 5 / 3, 0, 0, 5 / 3, 0, 0, 0])
+    # a Cyrillic "А" is the same answer, and so (cover judge) is the gold with chatter after it
+    assert y == [1, 1, 0, 0, 1, 0, 0, 1]
+    # 4 correct of 8: r_cal = 8/4 − 1 for each correct, 0 for the wrong and the empty one; r = y·K/n_c at λ = 1
+    assert _cal(comps, "csr_likelihood") == pytest.approx([1, 1, 0, 0, 1, 0, 0, 1])
     assert _cal(["Lyon", "Nice", "", "Rome"], "csr_likelihood") == [0.0] * 4  # no correct rollout: nothing to share
 
 
@@ -150,13 +151,14 @@ def test_no_trick_on_a_wrong_answer_pays(adversary, method):
 
 @pytest.mark.parametrize("method", ["rd", "rlcr"])
 def test_the_gold_keeps_its_reward_only_in_a_surface_form(method):
-    """Under the strict grader the gold with chatter, a hedge or the question repeated is wrong (the answer
-    budget is the gold itself); case, homoglyphs, diacritics and a lead-in keep it right."""
+    """Under the cover judge the gold hedged or translated is wrong (padded with bare words too, unless a word
+    happens to be a title or place: tests/test_rd_adversaries.py); case, homoglyphs,
+    diacritics, a lead-in, chatter and the question repeated keep it right (they claim nothing beside it)."""
     total, wrap = (_rd_total, _rd) if method == "rd" else (_rlcr_total, _rlcr)
     rng = np.random.default_rng(0)
-    for name in ("chatter", "hedge", "question_before", "suffix_1", "translation"):
+    for name in ("hedge", "translation"):
         assert total(wrap(G.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap("Lyon"))), name
-    for name in G.SURFACE:
+    for name in (*G.SURFACE, "chatter", "question_before"):
         assert total(wrap(G.transform(name, GOLD, Q, rng))) == pytest.approx(total(wrap(GOLD))), name
     assert total(wrap(GOLD)) > total(wrap("Lyon"))
 

@@ -40,9 +40,10 @@ def test_bad_targets_are_errors():
 
 def test_agreement_share_uses_the_rewards_judge():
     q = "Capital of France?"
-    # padded and case variants of the greedy answer agree with it under the rewards' strict judge; another
-    # answer, an added word and an empty one do not
-    assert agreement_targets(q, ["Paris"], " Paris", ["paris.", "Paris, I think", "Lyon", ""]) == (1, 4)
+    # case, punctuation and chatter variants of the greedy answer agree with it under the rewards' cover judge, and
+    # so does a list that names it (it makes that claim too); another answer and an empty one do not
+    assert agreement_targets(q, ["Paris"], " Paris", ["paris.", "Paris, I think", "Lyon", ""]) == (2, 4)
+    assert agreement_targets(q, ["Paris"], " Paris", ["Paris or Lyon", "Lyon"]) == (1, 2)
     assert agreement_targets(q, ["Paris"], " Paris", ["PARIS", "The answer is Paris"]) == (2, 2)
     assert agreement_targets(q, ["Paris"], "", ["Paris", "Paris"]) == (0, 2)  # an empty greedy answer: 0
 

@@ -5,12 +5,14 @@ formula computed here by hand on the candidate strings, and a small lab run."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from semcal_eval.qa.grading import grade, same_answer
+from semcal_eval.qa.grading import grade_strict as grade  # the labs grade with the strict rule (LAB_GRADER)
+from semcal_eval.qa.grading import same_answer
 from research import reward_lab as L
 from research.categorical import softmax_rows
 from trainers.answer_match import content_set
@@ -156,9 +158,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_named_designs_are_the_shipped_configs(design):
     cfg = load_config(ROOT / "trainers/configs" / f"{design.method}.yaml")
     r = cfg["reward"]
-    for k in ("score", "reading", "bounded", "eps", "empty_answer", "agreement_wrong", "judge", "lambda_schedule",
+    for k in ("score", "reading", "bounded", "eps", "empty_answer", "agreement_wrong", "lambda_schedule",
               "lambda_max", "lambda_min"):
         assert getattr(design, k) == r[k], k
+    assert design.judge == L.LAB_JUDGE  # the lab's worlds are judged by the strict judge, whatever the config says
     assert design.scale_rewards == cfg["grpo"]["scale_rewards"]
     assert L.CHOSEN is L.CSR and design.weights == ([1.0] if design.method == "rlvr" else [1.0, 1.0])
     names = [d.name for d in L.DESIGNS]
@@ -191,7 +194,8 @@ def test_world_is_what_the_grader_and_judge_see(world):
 
 def _by_hand(world, design, q, idx, lam):
     """λ·r_cal of one group from each score's formula on the strings: the grader, the strict judge and (wrong
-    rows of csr_spread) a shared content word."""
+    rows of csr_spread) a shared content word. J is reflexive under ``empty_answer: judge`` (the paper's):
+    identical strings agree, empty ones included."""
     s = [world.candidates[q][i] for i in idx]
     question, golds = world.questions[q], world.golds[q]
     K = len(s)
@@ -200,7 +204,7 @@ def _by_hand(world, design, q, idx, lam):
     out = []
     for j in range(K):
         ps = [i for i in range(K) if i != j]
-        J = [float(same_answer(s[j], s[i])) for i in ps]
+        J = [float(same_answer(s[j], s[i]) or (design.empty_answer == "judge" and s[j] == s[i])) for i in ps]
         if design.score == "log":
             a = [min(max(v, design.eps), 1 - design.eps) for v in J]
             r = sum(y[j] * math.log(v) + (1 - y[j]) * math.log(1 - v) for v in a) / (K - 1)
@@ -250,7 +254,12 @@ def test_lab_is_reproducible():
 @pytest.fixture(scope="module")
 def small_lab():
     alone = [d for d in L.DESIGNS if d.name.startswith("r_cal alone")]
-    return L.run_lab([L.RLVR, L.TODAY, L.CSR, L.CSR_SPREAD, *alone], seeds=(0, 1, 2), n_questions=80)
+    return L.run_lab([L.RLVR, L.TODAY, L.CSR, CSR_EMPTY_DISAGREE, L.CSR_SPREAD, *alone], seeds=(0, 1, 2),
+                     n_questions=80)
+
+
+#: the paper's reward read with semcal's empty-answer rule of before issue 41 (an empty answer agrees with nothing)
+CSR_EMPTY_DISAGREE = replace(L.CSR, name="csr, empty_answer disagree", empty_answer="disagree")
 
 
 def test_semcal_variants_keep_accuracy_and_calibrate(small_lab):
@@ -262,17 +271,24 @@ def test_semcal_variants_keep_accuracy_and_calibrate(small_lab):
 
 def test_papers_reward_reaches_its_low_ece_through_empty_and_scattered_answers(small_lab):
     """The tabular lab reads confidence with the same strict judge the reward is trained on, so the paper's
-    formula — which pays a wrong rollout for disagreeing, and an empty answer as a wrong one that disagrees with
-    everyone — reaches a near-zero ECE partly by answering nothing and by scattering padded variants: the
-    policy lab (truth by meaning) is the test of calibration."""
+    formula — which pays a wrong rollout for disagreeing — reaches a low ECE partly by scattering padded variants
+    (the strict judge cannot link them; the cover judge can, tests/test_judge_adversaries.py). With the paper's
+    reflexive J (empty_answer: judge, the default since issue 41) it does not answer nothing: identical empty
+    answers agree, so a group of them is charged like a repeated wrong answer. With semcal's former rule
+    (empty_answer: disagree: an empty answer agrees with nobody, the best a wrong rollout can do) it does."""
     rl, csr = small_lab[L.RLVR.name]["mean"], small_lab[L.CSR.name]["mean"]
-    assert csr["ece"] < 0.5 * rl["ece"]
-    assert csr["empty"] > 0.03 and csr["padded"] > rl["padded"]
+    old = small_lab[CSR_EMPTY_DISAGREE.name]["mean"]
+    assert csr["ece"] < 0.5 * rl["ece"] and csr["padded"] > rl["padded"]
+    assert csr["empty"] < 0.01 and old["empty"] > 0.03
 
 
 def test_rcal_alone_degenerates_and_the_design_before_the_lab_fails(small_lab):
     for name in ("r_cal alone, λ ≡ 1 (csr's r_cal)", "r_cal alone, λ ≡ 1 (r_cal before the lab)"):
         alone = small_lab[name]["mean"]
-        assert alone["acc"] < 0.05 and alone["lost"] > 0.9 and alone["empty"] > 0.9, name
+        assert alone["acc"] < 0.05 and alone["lost"] > 0.9, name
+    # r_cal alone scatters: into empty answers where they agree with nobody (before the lab), into padded
+    # variants the strict judge cannot link where empty answers agree (the paper's reflexive J)
+    assert small_lab["r_cal alone, λ ≡ 1 (r_cal before the lab)"]["mean"]["empty"] > 0.9
+    assert small_lab["r_cal alone, λ ≡ 1 (csr's r_cal)"]["mean"]["padded"] > 0.2
     rl, old = small_lab[L.RLVR.name]["mean"], small_lab[L.TODAY.name]["mean"]
     assert old["acc"] < rl["acc"] - 0.02 and old["empty"] > 0.15

@@ -81,8 +81,12 @@ def _ref_correct(pred: str, golds) -> float:
 
 
 def test_correctness_matches_the_strict_rule_on_near_misses():
-    """RLVR correctness = the folded, normalised answer core equals a gold alias (one lead-in allowed), checked
-    against the re-statement above on near misses: partial names, lists, hedges, negations, lead-ins."""
+    """RLVR correctness is the one grader (semcal_eval.qa.grading.grade, the cover judge); the strict rule of
+    task version 2 (folded, normalised answer core equals a gold alias, one lead-in allowed) stays as
+    grade_strict, checked against the re-statement above on near misses: partial names, lists, hedges,
+    negations, lead-ins."""
+    from semcal_eval.qa.grading import grade, grade_strict
+
     rng = random.Random(0)
     golds = ["Barack Obama", "the Eiffel Tower", "1945", "New York City"]
     preds = ["Obama", "Barack Obama", "barack obama.", "The answer is Barack Obama", "Barack Hussein Obama",
@@ -94,14 +98,18 @@ def test_correctness_matches_the_strict_rule_on_near_misses():
     got = []
     for p, g in cases:
         got += correctness_reward(["x"], [p], answers=[g], question=["q"])
-    assert got == [_ref_correct(p, g) for p, g in cases]
+    assert got == [float(grade(qa.clean_answer(p), g, "q")) for p, g in cases]
+    assert [grade_strict(qa.clean_answer(p), g) for p, g in cases] == [bool(_ref_correct(p, g)) for p, g in cases]
     assert 0 < sum(got) < len(got)  # the sample exercises both outcomes
-    # by hand: dressing is free, content is not; token-F1 ≥ ½ (the old default) would accept the last three
+    # by hand: dressing and a partial name are free; a list, a hedge or a negation is not (token-F1 ≥ ½ would
+    # accept the list); the strict rule refused the partial name
     comps = ["The answer is Barack Obama.", "It's 1945", "Ｎｅｗ Ｙｏｒｋ Ｃｉｔｙ", "Obama", "Barack Obama, Michelle Obama",
-             "not 1945"]
-    g = [["Barack Obama"], ["1945"], ["New York City"], ["Barack Obama"], ["Barack Obama"], ["1945"]]
-    assert correctness_reward(["x"] * 6, comps, answers=g, question=["q"] * 6) == [1, 1, 1, 0, 0, 0]
-    assert all(qa.is_correct(c, gg, 0.5) for c, gg in zip(comps[3:], g[3:]))
+             "not 1945", "maybe 1945", "1945 or 1946"]
+    g = [["Barack Obama"], ["1945"], ["New York City"], ["Barack Obama"], ["Barack Obama"], ["1945"], ["1945"],
+         ["1945"]]
+    assert correctness_reward(["x"] * 8, comps, answers=g, question=["q"] * 8) == [1, 1, 1, 1, 0, 0, 0, 0]
+    assert [grade_strict(c, gg) for c, gg in zip(comps, g)] == [1, 1, 1, 0, 0, 0, 0, 0]
+    assert qa.is_correct(comps[4], g[4], 0.5)
 
 
 def test_correctness_reads_first_line_and_conversational_and_empty():
@@ -254,8 +262,14 @@ def test_accuracy_always_pays_in_expectation():
 
 def test_empty_answers_under_the_formula_and_the_worst_option():
     kw = dict(num_generations=4, eps=EPS, **cols(["Bern"], k=4))
-    # the paper's formula: an empty answer agrees with nobody, so it scores like a wrong answer that stands
-    # alone, log(1 − ε) per partner, the best a wrong rollout can get (it still loses the correctness reward)
+    # the paper's J (default empty_answer "judge"): reflexive, so two empty answers agree, and an all-empty group
+    # is a repeated wrong answer, charged log ε per partner; a punctuation-only answer is empty too
+    out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", "..."], **kw)
+    assert out == pytest.approx([LAM * (L0 + 2 * L1) / 3, LAM * L1, LAM * L1, LAM * (L0 + 2 * L1) / 3], abs=1e-12)
+    assert calibration_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([LAM * L0] * 4, abs=1e-12)
+    # semcal's rule "disagree" (before issue 41 the default): an empty answer agrees with nobody, so it scores like
+    # a wrong answer that stands alone, log(1 − ε) per partner, the best a wrong rollout can get
+    kw = dict(kw, empty_answer="disagree")
     out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw)
     assert out == pytest.approx([LAM * L1] * 4, abs=1e-12)
     assert calibration_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([LAM * L1] * 4, abs=1e-12)
@@ -286,22 +300,25 @@ def _ref_agree(a: str, b: str) -> bool:
 
 def test_calibration_matches_direct_formula_on_random_groups():
     """r_cal from the reward function = the formulas applied to an independently built agreement matrix
-    (the strict judge re-stated by _ref_agree, correctness by _ref_correct)."""
+    (the strict judge, ``judge: strict`` with semcal's ``empty_answer: disagree``, re-stated by _ref_agree;
+    correctness from the grader, whose own tests are tests/test_judge_cases.py)."""
+    from semcal_eval.qa.grading import grade
+
     rng = random.Random(1)
     pool = ["Paris", "paris", "The answer is Paris", "PARIS!", "Paris France", "Lyon", "Lyon city", "It's Lyon",
             "Nice", "", "the", "Paris or Lyon"]
     for _ in range(40):
         K = rng.randint(2, 6)
         comps = [rng.choice(pool) for _ in range(K)]
-        kw = dict(num_generations=K, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=K))
+        kw = dict(num_generations=K, eps=EPS, lambda_max=1.0, judge="strict", **cols(["Paris"], k=K))
         old = calibration_reward(["p"] * K, comps, **OLD_SCORE, **kw)
-        paper = calibration_reward(["p"] * K, comps, **kw)
+        paper = calibration_reward(["p"] * K, comps, empty_answer="disagree", **kw)
         bounded = calibration_reward(["p"] * K, comps, **BOUNDED, **kw)
         exp_old, exp_paper, exp_bounded = [], [], []
         for j in range(K):
             agree = [_ref_agree(comps[j], comps[i]) for i in range(K) if i != j]
             p = min(max(sum(agree) / (K - 1), EPS), 1 - EPS)
-            y = _ref_correct(comps[j], ["Paris"])
+            y = float(grade(comps[j], ["Paris"], "q"))
             exp_old.append(y * math.log(p) + (1 - y) * math.log(1 - p))
             pair = [min(max(float(g), EPS), 1 - EPS) for g in agree]
             bce = float(np.mean([y * math.log(q) + (1 - y) * math.log(1 - q) for q in pair]))
@@ -601,7 +618,7 @@ def test_config_override_and_validation(tmp_path):
 #: CSR as the paper writes it (arXiv 2605.15588): pairwise BCE of each partner's strict-judge agreement against the
 #: rollout's correctness, in nats, ε = 10⁻³, an empty answer agreeing with nothing, λ linear 0 → 0.1, unscaled
 #: advantages. Written out here, not imported from the code under test.
-PAPER = dict(score="log", reading="pairwise", bounded=False, eps=1e-3, empty_answer="disagree", judge="strict",
+PAPER = dict(score="log", reading="pairwise", bounded=False, eps=1e-3, empty_answer="judge", judge="cover",
              agreement_wrong="judge", lambda_schedule="linear", lambda_min=0.0, lambda_max=0.1)
 
 

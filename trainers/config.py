@@ -64,8 +64,7 @@ DEFAULTS: dict[str, Any] = {
         "eps": DEFAULT_EPS,  # the BCE's one free constant: agreement clipped to [ε, 1 − ε]
         "reading": DEFAULT_READING,
         "bounded": False,  # True: r_cal / log(1/ε) ∈ [−1, 0] (then λ is on that scale)
-        "empty_answer": DEFAULT_EMPTY_ANSWER,  # semcal's "disagree" (an empty answer agrees with nothing) or "worst";
-        # "judge": the paper's J as the judge reads it (reflexive under judge: cover)
+        "empty_answer": DEFAULT_EMPTY_ANSWER,  # "judge": the paper's J as read (reflexive); semcal's "disagree", "worst"
         "agreement_wrong": "judge",  # "overlap": wrong rows also agree on a shared content word (csr_spread)
         "lambda_schedule": "linear",
         "lambda_max": DEFAULT_LAMBDA_MAX,

@@ -23,16 +23,18 @@ gold when, inside one window of the answer (the gold's length + :data:`WINDOW` t
   :data:`SENTENCE_MIN_TOKENS` content words: :data:`THETA_SENTENCE` of them and every proper noun);
 - for a short gold matched in part, its last word (the head: a surname, the noun) is matched, and no missing
   gold word's place is taken by another content word ("Michelle Obama" for "Barack Obama"); titles and roles
-  ("President Obama") and initials ("B. Obama") may stand there.
+  ("President Obama") and initials ("B. Obama") may stand there. A gold that names several things ("Lyon and
+  Nice", "yes, no") is matched only whole.
 
 **Claiming nothing beside it** (:func:`claims_alone`): the match is refused when the answer
 
 - hedges or offers alternatives next to it (:data:`ALTERNATIVES`, :data:`HEDGES`, "/" or "|" within
   :data:`ALT_WINDOW` tokens; anywhere in a short answer);
 - negates it (:data:`NEGATIONS` in the :data:`NEG_WINDOW` tokens before, "wrong"/"not" after);
-- lists it beside a candidate of the same kind: a short item next to the match, split off by "," ";" "&"
-  "+" "and" or a new line, holding 1–:data:`ITEM_MAX` content words that the question does not hold (a date's
-  month and day refine a year and are no rival; a word is no rival to a number, nor a number to a word).
+- lists it beside a candidate of the same kind: an item next to the match, split off by "," ";" "&" "+"
+  "and" or a new line, holding content words that the question does not hold (in a long answer only items of
+  1–:data:`ITEM_MAX` words count: a longer one is a clause; a date's month and day refine a year and are no
+  rival; a word is no rival to a number, nor a number to a word).
 
 Why these and not exact match: exact match (semcal's ``strict`` rule) is wrong about most correct long answers
 (docs/JUDGE.md: it agrees with people on 0.35 of EVOUNA's NQ answers). Why not containment alone: containment
@@ -63,7 +65,7 @@ THETA_SENTENCE = 0.5
 #: a gold of this many content words or more is a sentence answer (MS MARCO's human answers often are)
 SENTENCE_MIN_TOKENS = 5
 #: the evidence must sit inside the gold's length + WINDOW tokens of the answer
-WINDOW = 4
+WINDOW = 8
 #: alternatives and hedges count within this many tokens of the match (anywhere in a short answer)
 ALT_WINDOW = 1
 #: negations count within this many tokens before the match ("wrong", "not" that many after)
@@ -91,7 +93,7 @@ mr mrs ms miss dr doctor sir lord lady dame saint st king queen prince princess 
 gov general gen captain capt professor prof rev reverend judge justice emperor empress pope chancellor minister
 prime actor actress singer band group rapper musician artist writer author poet painter director producer composer
 player team club city town village state country province county region river mount mountain lake island family
-dynasty empire
+dynasty empire fc company inc ltd corporation co jr sr ii iii university college
 """.split())
 HEDGES = frozenset("maybe perhaps possibly probably likely unlikely unsure guess might either".split())
 ALTERNATIVES = frozenset("or nor vs versus".split())
@@ -99,7 +101,29 @@ NEGATIONS = frozenset(
     "not no never neither none nobody nothing isnt wasnt arent werent dont doesnt didnt cannot cant wont wouldnt "
     "shouldnt couldnt hasnt havent hadnt".split())
 _WRONG_AFTER = frozenset("not wrong incorrect false untrue".split())
-_LIST_SEPS = frozenset([",", ";", "&", "+", "\n", "and"])
+#: countries and US states: a place named after the gold qualifies it ("Paris, France", "Austin, Texas")
+PLACES = frozenset(w for w in """
+afghanistan albania algeria andorra angola argentina armenia australia austria azerbaijan bahamas bahrain
+bangladesh barbados belarus belgium belize benin bhutan bolivia bosnia botswana brazil brunei bulgaria burundi
+cambodia cameroon canada chad chile china colombia congo croatia cuba cyprus czechia czech denmark djibouti
+dominica ecuador egypt england eritrea estonia eswatini ethiopia fiji finland france gabon gambia georgia germany
+ghana greece grenada guatemala guinea guyana haiti honduras hungary iceland india indonesia iran iraq ireland
+israel italy jamaica japan jordan kazakhstan kenya kiribati korea kosovo kuwait kyrgyzstan laos latvia lebanon
+lesotho liberia libya liechtenstein lithuania luxembourg madagascar malawi malaysia maldives mali malta
+mauritania mauritius mexico micronesia moldova monaco mongolia montenegro morocco mozambique myanmar namibia
+nauru nepal netherlands holland nicaragua niger nigeria norway oman pakistan palau palestine panama paraguay peru
+philippines poland portugal qatar romania russia rwanda samoa senegal serbia seychelles singapore slovakia
+slovenia somalia spain sudan suriname sweden switzerland syria taiwan tajikistan tanzania thailand togo tonga
+trinidad tunisia turkey turkmenistan tuvalu uganda ukraine uruguay uzbekistan vanuatu vatican venezuela vietnam
+yemen zambia zimbabwe scotland wales britain uk usa us america
+alabama alaska arizona arkansas california colorado connecticut delaware florida hawaii idaho illinois indiana
+iowa kansas kentucky louisiana maine maryland massachusetts michigan minnesota mississippi missouri montana
+nebraska nevada hampshire jersey mexico york carolina dakota ohio oklahoma oregon pennsylvania rhode tennessee
+texas utah vermont virginia washington wisconsin wyoming
+""".split())
+#: words that say how sure the answer is, not what it is ("I think", "for sure"); hedges are apart (they count)
+CHATTER = frozenset("think believe sure know answer correct right definitely certainly say final pretty quite very "
+                    "indeed would im well hmm ok okay".split())
 #: an item that starts with one of these is an apposition or a clause ("…, a German physicist"), not a rival
 _CLAUSE_START = frozenset(
     "a an the who which whose that this its his her their is was are were in on at of from by for with as known "
@@ -119,17 +143,23 @@ _MONTH_TOKENS = frozenset(_MONTHS.values())
 _CONFUSE = str.maketrans(CONFUSABLES)
 _LINES = dict.fromkeys(map(ord, "\r\v\f\x85\u2028\u2029\x1c\x1d\x1e"), "\n")
 _DROP_CATEGORIES = frozenset(("Cf", "Cc", "Co", "Cs", "Cn"))
-_TOKEN = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+|\n|[,;/|&+]|[.!?](?=\s|$)")
-_SEP_CHARS = frozenset("\n,;/|&+.!?")
+#: numbers, words, and every other mark as a separator of its own ("Lyon·Paris", "Lyon (Paris)", "1. Lyon")
+_TOKEN = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+|\n|[^\w\s]")
 _SENTENCE_END = frozenset(".!?\n")
+#: words that make a text a sentence rather than a bare answer (a name, a list)
+_VERBS = frozenset("is are was were be been being am has have had do does did will would can could should may "
+                   "must shall".split())
 
 
 @dataclass(frozen=True)
 class Token:
-    """One token of a read text: ``text`` and ``kind`` ("w" word, "n" number, "sep" separator mark)."""
+    """One token of a read text: ``text`` (folded) and ``kind`` ("w" word, "n" number, "sep" separator mark);
+    ``cap``: the word was written with a capital inside a sentence (a name, not a sentence's first word)."""
 
     text: str
     kind: str
+    cap: bool = False
+    upper: bool = False  # written with a capital, wherever it stands (the text is cased when some words are)
 
 
 def clean(text: str) -> str:
@@ -156,25 +186,30 @@ def tokens(text: str) -> list[Token]:
     """The judge's reading of a text (module docstring): words, canonical numbers and separator marks.
 
     >>> [t.text for t in tokens("On September 2nd, 1,945 — not 19/45")]
-    ['on', 'sep', '2', ',', '1945', 'not', '19', '/', '45']
+    ['on', 'sep', '2', ',', '1945', '-', 'not', '19', '/', '45']
     """
     s = clean(check_text(text, "text"))
     s = re.sub(r"(?<=[a-z])(?=[A-Z][a-z])", " ", s)  # words glued by a missing space: "onDecember"
-    s = "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c))
-    s = s.translate(_CONFUSE).casefold()
+    s = "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c)).translate(_CONFUSE)
     s = re.sub(r"(?<=\d),(?=\d{3}\b)", "", s)  # thousands: 1,945
-    s = re.sub(r"(?<=[a-z])-(?=[a-z])", "", s)  # non-partisan
-    s = re.sub(r"(?<=[a-z]{3})\d{1,2}\b", " ", s)  # a citation mark glued to a word: "episodes1"
-    s = re.sub(r"(?<=\d)(?=[a-z])|(?<=[a-z])(?=\d)", " ", s)  # 6ft, 2nd
+    s = re.sub(r"(?<=[^\W\d_])['’`-](?=[^\W\d_])", "", s)  # non-partisan, isn't
+    s = re.sub(r"(?<=[^\W\d_]{3})\d{1,2}\b", " ", s)  # a citation mark glued to a word: "episodes1"
+    s = re.sub(r"(?<=\d)(?=[^\W\d_])|(?<=[^\W\d_])(?=\d)", " ", s)  # 6ft, 2nd
     out: list[Token] = []
+    start = True  # at the start of a sentence: a capital says nothing
     for m in _TOKEN.finditer(s):
-        t = m.group()
+        raw = m.group()
+        t = raw.casefold()
         if t[0].isdigit():
             if "." in t:
                 t = t.rstrip("0").rstrip(".")
             out.append(Token(t.lstrip("0") or "0", "n"))
-        elif t in _SEP_CHARS:
-            out.append(Token(t, "sep"))
+        elif not (t[0].isalpha() or t[0] == "_") or t == "\n":
+            if t == "." and out and out[-1].kind == "w" and len(out[-1].text) == 1:
+                continue  # the point of an initial: "B. Obama"
+            out.append(Token("-" if t in "\u2014\u2013" else t, "sep"))
+            start = start or t in _SENTENCE_END
+            continue
         elif t in _NUMBER_WORDS:
             out.append(Token(str(_NUMBER_WORDS[t]), "n"))
         elif t in _ORDINALS:
@@ -184,7 +219,8 @@ def tokens(text: str) -> list[Token]:
         elif t in ("st", "nd", "rd", "th") and out and out[-1].kind == "n":
             continue  # the ordinal suffix of 2nd, 21st
         else:
-            out.append(Token(t, "w"))
+            out.append(Token(t, "w", raw[0].isupper() and not start, raw[0].isupper()))
+        start = False
     return out
 
 
@@ -198,24 +234,30 @@ def is_empty(text: str) -> bool:
     return not content(text)
 
 
-def words_match(a: str, b: str) -> bool:
-    """Equal, or one stem (common prefix ≥ max(4, 0.8·shorter), the rest ≤ 3 letters of the longer and ≤ 2 of
-    the shorter); numbers only when equal.
+#: endings that make another form of one word ("hieroglyph|s" ~ "hieroglyph|ic", "Egypt|ian")
+_SUFFIXES = frozenset("s es e ic ics al an ans ian ians n ns ese ish ed ing er ers y ies".split()) | {""}
 
-    >>> words_match("hieroglyphs", "hieroglyphic"), words_match("austria", "australia"), words_match("6", "6.5")
-    (True, False, False)
+
+def words_match(a: str, b: str) -> bool:
+    """Equal, or two forms of one word: a common stem of ≥ 5 letters followed by endings of
+    :data:`_SUFFIXES` on both sides; numbers only when equal.
+
+    >>> words_match("hieroglyphs", "hieroglyphic"), words_match("egypt", "egyptian"), words_match("pari", "paris")
+    (True, True, False)
+    >>> words_match("austria", "australia"), words_match("6", "6.5")
+    (False, False)
     """
     if a == b:
         return True
-    if a[0].isdigit() or b[0].isdigit():
-        return False
-    s, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    if len(s) < 4:
+    if a[0].isdigit() or b[0].isdigit() or min(len(a), len(b)) < 5:
         return False
     c = 0
-    while c < len(s) and s[c] == long_[c]:
+    for x, y in zip(a, b):
+        if x != y:
+            break
         c += 1
-    return c >= max(4, 0.8 * len(s)) and len(long_) - c <= 3 and len(s) - c <= 2
+    # the stem may end inside an ending ("confederat|e" ~ "confederat|es"): try the stem one letter shorter too
+    return any(c - k >= 5 and a[c - k:] in _SUFFIXES and b[c - k:] in _SUFFIXES for k in (0, 1, 2))
 
 
 def _caps(text: str) -> set[str]:
@@ -240,6 +282,7 @@ class _Gold:
     sentence: bool
     keys: frozenset[str]  # evidence that must be matched: numbers (and a sentence gold's proper nouns)
     numeric: bool
+    listy: bool  # the gold names several things ("Lyon and Nice", "yes, no"): each must be covered
 
 
 def _question_stems(question: str) -> list[str]:
@@ -251,7 +294,8 @@ def _in(word: str, words: Sequence[str]) -> bool:
 
 
 def _read_gold(gold: str, question_words: Sequence[str]) -> _Gold | None:
-    words = content(gold)
+    toks = tokens(gold)
+    words = [t.text for t in toks if t.kind != "sep"]
     if not words:
         return None
     cont = [w for w in words if w not in STOP_WORDS] or words
@@ -259,11 +303,17 @@ def _read_gold(gold: str, question_words: Sequence[str]) -> _Gold | None:
     echoed = not evidence
     evidence = evidence or cont
     sentence = len(cont) >= SENTENCE_MIN_TOKENS
-    keys = {w for w in evidence if w[0].isdigit()}
+    # numbers and negations must be matched: "Paris" does not cover "not Paris"
+    keys = {w for w in evidence if w[0].isdigit() or w in NEGATIONS}
     if sentence:
         caps = _caps(gold)
         keys |= {w for w in evidence if w in caps}
-    return _Gold(words, evidence, echoed, sentence, frozenset(keys), any(w[0].isdigit() for w in evidence))
+    inner = toks[1:-1]
+    parts = [p.split() for p in " ".join(t.text for t in toks).split(",")]
+    comma_list = len(parts) > 1 and all(0 < len(p) <= 2 and not set(p) & PLACES for p in parts)
+    listy = not sentence and (comma_list or any(
+        (t.kind == "sep" and t.text in ";/|&+\n") or t.text in ("and", "or", "nor") for t in inner))
+    return _Gold(words, evidence, echoed, sentence, frozenset(keys), any(w[0].isdigit() for w in evidence), listy)
 
 
 def _best_window(hits: list[tuple[int, int]], n_evidence: int, width: int) -> dict[int, int]:
@@ -301,8 +351,23 @@ def _item(toks: list[Token], start: int, step: int) -> list[str]:
     return out if step > 0 else out[::-1]
 
 
-def claims_alone(toks: list[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str]) -> bool:
-    """No hedge, alternative, negation or rival list item around the match at answer tokens ``lo..hi``."""
+def _explained(toks: list[Token], i: int, lo: int, hi: int, gold: _Gold, question_words: Sequence[str]) -> bool:
+    """Is answer word ``i`` one that claims nothing beside the gold: a stop word, title, chatter or lead-in word,
+    a word of the gold or the question, a word inside the match ("Barack Hussein Obama"), a date's month and
+    day next to the gold's year ("September 2, 1945")?"""
+    w = toks[i].text
+    if w in STOP_WORDS or w in TITLES or w in CHATTER or w in PLACES or lo <= i <= hi:
+        return True
+    if _in(w, gold.words) or (not gold.echoed and _in(w, question_words)):
+        return True
+    near = toks[max(0, i - 2): i + 3]
+    return w in _MONTH_TOKENS or (w.isdigit() and int(w) <= 31 and any(t.text in _MONTH_TOKENS for t in near))
+
+
+def claims_alone(toks: list[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
+                 alone: bool = True) -> bool:
+    """No negation of the match at answer tokens ``lo..hi``, and (``alone``) no hedge, alternative or rival
+    candidate around it."""
     n = len(toks)
     for i in range(lo - 1, max(-1, lo - 1 - NEG_WINDOW), -1):
         if toks[i].text in _SENTENCE_END:
@@ -314,9 +379,28 @@ def claims_alone(toks: list[Token], lo: int, hi: int, gold: _Gold, question_word
             break
         if toks[i].text in _WRONG_AFTER:
             return False
-    extra = sum(1 for t in toks if t.kind != "sep" and t.text not in STOP_WORDS and not _in(t.text, gold.words)
-                and (gold.echoed or not _in(t.text, question_words)))
+    if not alone:
+        return True
+    words = [i for i, t in enumerate(toks) if t.kind != "sep"]
+    extra = sum(1 for i in words if toks[i].text not in STOP_WORDS and not _in(toks[i].text, gold.words)
+                and (gold.echoed or not _in(toks[i].text, question_words)))
     short = extra <= SHORT_EXTRA
+    # The word beside the match on each side: another candidate when it claims something beside the gold. In a
+    # bare answer (fewer than two stop words: a name, a list) the nearest word across marks and stop words, any
+    # word ("Lyon Paris", "Lyon. Paris", "Alan Turing" for "Turing" too: a first name and a rival read alike); in
+    # a sentence the word right beside it, only if it is a name (a capital inside the sentence: "… is Lyon
+    # Paris"), since verbs and adjectives stand next to answers; where the case tells nothing (all lower or all
+    # upper case), any word.
+    bare = sum(1 for i in words if toks[i].text in STOP_WORDS) < 2
+    cased = any(t.upper for t in toks) and any(t.kind == "w" and not t.upper for t in toks)
+    for i0, step in ((lo - 1, -1), (hi + 1, 1)):
+        i = i0
+        while (bare or not cased) and 0 <= i < n and (toks[i].text in STOP_WORDS or toks[i].kind == "sep"):
+            i += step  # a bare answer: the next word across marks and stop words ("Lyon. Paris", "Lyon or Paris")
+        if not 0 <= i < n or toks[i].kind == "sep" or _explained(toks, i, lo, hi, gold, question_words):
+            continue
+        if bare or not cased or toks[i].cap:
+            return False
     for i, t in enumerate(toks):
         if (short or lo - ALT_WINDOW <= i <= hi + ALT_WINDOW) and (
                 t.text in ALTERNATIVES or t.text in HEDGES or (t.kind == "sep" and t.text in "/|")):
@@ -330,15 +414,17 @@ def claims_alone(toks: list[Token], lo: int, hi: int, gold: _Gold, question_word
     if right - left + 1 > len(gold.words) + 2:
         return True  # the match sits in a clause, not in a list of names
     for sep in (left - 1, right + 1):
-        if not (0 <= sep < n) or toks[sep].text not in _LIST_SEPS:
+        if not 0 <= sep < n:
             continue
         item = _item(toks, sep, -1 if sep < left else 1)
         rivals = [w for w in item if w not in STOP_WORDS and w not in TITLES and not _in(w, question_words)]
-        if not item or item[0] in _CLAUSE_START or not 1 <= len(rivals) <= ITEM_MAX or len(item) > ITEM_MAX + 1:
+        if not item or item[0] in _CLAUSE_START or not rivals:
             continue
+        if len(rivals) > ITEM_MAX or len(item) > ITEM_MAX + 1:
+            continue  # in a long answer a long item is a clause
         if any(w in _MONTH_TOKENS for w in item):
             continue  # "September 2, 1945": a date refines a year
-        if any(w[0].isdigit() for w in rivals) != gold.numeric:
+        if all(w[0].isdigit() for w in rivals) != gold.numeric:
             continue
         return False
     return True
@@ -363,8 +449,10 @@ def _conflict(toks: list[Token], got: dict[int, int], gold: _Gold, question_word
     return False
 
 
-def covers(answer_tokens: list[Token], gold: str, question_words: Sequence[str]) -> bool:
-    """Does the answer (read by :func:`tokens`) cover ``gold`` and claim nothing beside it (module docstring)?"""
+def covers(answer_tokens: list[Token], gold: str, question_words: Sequence[str], alone: bool = True) -> bool:
+    """Does the answer (read by :func:`tokens`) cover ``gold`` without negating it, and (``alone``, the grader's
+    reading) claim nothing beside it (module docstring)? ``alone=False`` is the agreement's reading: an answer
+    padded, hedged or listed beside others still makes the claim it covers."""
     g = _read_gold(gold, question_words)
     if g is None:
         return False
@@ -391,6 +479,6 @@ def covers(answer_tokens: list[Token], gold: str, question_words: Sequence[str])
         if share < THETA_SENTENCE:
             return False
     elif share < 1:
-        if share < THETA or last not in got or _conflict(answer_tokens, got, g, question_words):
+        if g.listy or share < THETA or last not in got or _conflict(answer_tokens, got, g, question_words):
             return False
-    return claims_alone(answer_tokens, min(got.values()), max(got.values()), g, question_words)
+    return claims_alone(answer_tokens, min(got.values()), max(got.values()), g, question_words, alone)

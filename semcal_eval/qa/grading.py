@@ -1,24 +1,24 @@
-"""The one answer grader of semcal: is an answer correct, and do two answers say the same thing?
+"""The one answer judge of semcal: is an answer correct, and do two answers say the same thing?
 
-:func:`grade` (answer, golds, question) → bool is the correctness of every QA task and every training reward
-(RLVR, every CSR variant, RLCR, RD), so a policy is never trained on a rule the evaluation does not use. Its
-rule is still ``strict`` (:func:`grade_strict`): the answer, less one content-free lead-in, equals a gold alias;
-sentence golds by ROUGE-L with no added list, hedge or negation. Exact, so no format games it, and wrong about
-most correct long answers: against people on EVOUNA it agrees on 0.35 (NQ) of answers (docs/JUDGE.md).
+**The cover judge** (:mod:`semcal_eval.qa.cover`) is the default everywhere:
 
-**The cover judge** (:mod:`semcal_eval.qa.cover`, issue 41), measured against people and against a grammar of
-attacks, is here as an option under its own name, not yet the default:
+- :func:`grade` (answer, golds, question) → bool (= :func:`grade_cover`): correctness for every QA task and
+  every training reward (RLVR, every CSR variant, RLCR, RD), so a policy is never trained on a rule the
+  evaluation does not use. An answer is correct when it covers a gold alias (its words, with numbers, dates and
+  word forms read canonically, the question's own words not counted) and claims nothing beside it (no hedge,
+  alternative, negation or rival list item around the match).
+- :func:`agree` (a, b, question) → bool: CSR's J(C_j, C_i) and the QA tasks' default clustering
+  (:class:`semcal_eval.qa.judges.CoverJudge`, ``get_judge("cover")``, the ``judge_cover`` filter), so training
+  and evaluation read agreement the same way. Reflexive (identical answers agree, empty ones too), symmetric
+  (either answer covers the other read as a gold), not transitive.
 
-- :func:`grade_cover`: an answer is correct when it covers a gold alias (its words, with numbers, dates and word
-  forms read canonically, the question's own words not counted) and claims nothing beside it (no hedge,
-  alternative, negation or rival list item around the match). A QA task's ``correctness: cover``.
-- :func:`agree` (a, b, question): the two answers say the same thing (reflexive: identical answers agree,
-  empty ones too; symmetric: either covers the other read as a gold; not transitive). ``get_judge("cover")``:
-  a QA task's clustering judge (``judge_cover`` in the ``*_semagree_judges`` tasks) and CSR's ``judge: cover``.
+Measured against people on EVOUNA (24,133 human-judged answers to NQ-Open and TriviaQA) and against a grammar of
+answer transformations: docs/JUDGE.md, benchmarks/bench_judge_humans.py, tests/test_judge_adversaries.py.
 
-**Correctness rules** (a QA task's ``correctness`` metadata, :data:`CORRECTNESS_RULES`): ``strict`` (default,
-:func:`grade`), ``cover`` (:func:`grade_cover`), ``f1`` (token-F1 ≥ ½) and ``judge`` (the task's clustering judge
-against each alias).
+**Options under their own names** (a QA task's ``correctness`` metadata, :data:`CORRECTNESS_RULES`):
+``strict`` (:func:`grade_strict`, the default of task versions 2.x: the answer, less one content-free lead-in,
+equals a gold alias; sentence golds by ROUGE-L; exact, so wrong about most correct long answers), ``f1``
+(token-F1 ≥ ½) and ``judge`` (the task's clustering judge against each alias); CSR's ``judge: strict``.
 
 Bad input is refused with a clear error: no gold alias (:class:`~semcal_eval.qa.answers.EmptyGoldError`), an
 answer that is not a string or is over a megabyte (:class:`~semcal_eval.qa.cover.CoverError`).
@@ -153,12 +153,15 @@ def _question_words(question: str | None) -> list[str]:
 
 
 def agree(a: str, b: str, question: str = "") -> bool:
-    """J(a, b): the two answers say the same thing. True when they read the same (:func:`semcal_eval.qa.cover.tokens`,
-    so identical and empty answers agree), or when one covers the other taken as a gold, claiming nothing beside
-    it. Symmetric by construction.
+    """J(a, b): the two answers make the same claim. True when they read the same
+    (:func:`semcal_eval.qa.cover.tokens`, so identical and empty answers agree), or when one covers the other taken
+    as a gold without negating it; padding, chatter, a hedge or a list beside the claim do not make another
+    answer (the grader, :func:`grade`, is the one that refuses those). Symmetric by construction.
 
-    >>> agree("Lyon", "LYÓN!"), agree("", ""), agree("Lyon", "It's Lyon, I think"), agree("Lyon", "Lyon or Nice")
-    (True, True, True, False)
+    >>> agree("Lyon", "LYÓN!"), agree("", ""), agree("Lyon", "It's Lyon, I think"), agree("Lyon", "Lyon apple")
+    (True, True, True, True)
+    >>> agree("Lyon", "not Lyon"), agree("Lyon", "Nice"), agree("Barack Obama", "Michelle Obama")
+    (False, False, False)
     """
     ta = tokens(check_text(a, "answer"))
     tb = tokens(check_text(b, "answer"))
@@ -168,11 +171,11 @@ def agree(a: str, b: str, question: str = "") -> bool:
     if not ca or not cb:
         return False
     qwords = _question_words(question)
-    return covers(tb, a, qwords) or covers(ta, b, qwords)
+    return covers(tb, a, qwords, alone=False) or covers(ta, b, qwords, alone=False)
 
 
 def grade_strict(answer: str, golds: str | Iterable[str], question: str = "") -> bool:
-    """The ``strict`` rule, semcal's default (:func:`grade`). Short golds: :func:`answer_core` equals the gold's
+    """The ``strict`` rule (semcal's default in task versions 2.x). Short golds: :func:`answer_core` equals the gold's
     normalisation; sentence golds: ROUGE-L F1 ≥ ½ and no added list/hedge/negation. Invisible characters are
     removed first (:func:`semcal_eval.qa.cover.clean`). An empty answer is never correct; ``question`` is not
     used. Exact, so no format games it, and wrong about most correct long answers (docs/JUDGE.md).
@@ -189,9 +192,8 @@ def grade_strict(answer: str, golds: str | Iterable[str], question: str = "") ->
     return any(_grade_one(core, answer, str(g)) for g in golds if g is not None)
 
 
-#: semcal's correctness (every QA task's default and every reward): the strict rule until the cover judge
-#: becomes the default (issue 41; docs/JUDGE.md says what that waits for)
-grade = grade_strict
+#: semcal's correctness (every QA task's default and every reward): the cover judge
+grade = grade_cover
 
 
 def grade_many(answers: Sequence[str], golds: Sequence[Sequence[str] | str], questions: Sequence[str] | None = None
@@ -212,12 +214,12 @@ def same_answer(a: str, b: str) -> bool:
     return bool(ca) and ca == cb
 
 
-#: The QA tasks' ``correctness`` settings: ``strict`` (default, :func:`grade`, the rewards' grader), ``cover``
-#: (:func:`grade_cover`, measured against people: docs/JUDGE.md), ``f1`` (best token-F1 ≥ threshold, the
+#: The QA tasks' ``correctness`` settings: ``cover`` (default, :func:`grade`, the rewards' grader, measured
+#: against people: docs/JUDGE.md), ``strict`` (:func:`grade_strict`, the default of task versions 2.x), ``f1`` (best token-F1 ≥ threshold, the
 #: SQuAD/semantic-uncertainty convention; listing pays under it), ``judge`` (the filter's equivalence judge
 #: against each gold alias).
-CORRECTNESS_RULES = ("strict", "cover", "f1", "judge")
-DEFAULT_CORRECTNESS = "strict"
+CORRECTNESS_RULES = ("cover", "strict", "f1", "judge")
+DEFAULT_CORRECTNESS = "cover"
 
 
 def correct_by(rule: str, answer: str, golds: Sequence[str], question: str = "", threshold: float = 0.5,

@@ -66,10 +66,9 @@ QA_DEFAULTS: dict = {
     "top_p": 1.0,  # 1.0 and sample_top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
     # the samples' top-k; not "top_k", which is Semantic Softmax's K (one --metadata serves every task of a run)
     "sample_top_k": 0,
-    # correct ⇔ semcal_eval.qa.grading.grade (the training rewards' grader, the strict rule: the answer is a gold
-    # alias; sentence golds by ROUGE-L; listing, hedging or negating is wrong); "cover": the cover judge measured
-    # against people (docs/JUDGE.md); "f1": best token-F1 ≥ correct_threshold (pays for listing candidates);
-    # "judge": the filter's judge ≡ a gold alias
+    # correct ⇔ semcal_eval.qa.grading.grade, the cover judge (the training rewards' grader: the answer covers a
+    # gold alias and claims nothing beside it; docs/JUDGE.md); "strict": the exact rule of task versions 2.x;
+    # "f1": best token-F1 ≥ correct_threshold (pays for listing candidates); "judge": the filter's judge ≡ a gold
     "correctness": DEFAULT_CORRECTNESS,
     "correct_threshold": 0.5,  # correctness "f1" only
     "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
@@ -78,7 +77,7 @@ QA_DEFAULTS: dict = {
     # agreement mode: one filter row per uncertainty estimator (semcal_eval.qa.estimators), read from the same
     # greedy answer and K samples; [] for none; add "ptrue" for P(True) (one more forward pass per question)
     "estimators": list(EST.DEFAULT_ESTIMATORS),
-    "estimator_judge": "f1",  # the judge of the samples' agreement matrix / clusters the consistency rows read
+    "estimator_judge": "cover",  # the judge of the samples' agreement matrix / clusters the consistency rows read
     # cross-fitted map of each non-probability estimator to P(correct), as rows <name>_iso; None: no such rows
     "estimator_calibration": "isotonic",
     "ptrue_model": "semcal:smollm2-135m",  # the model P(True) asks; should be the evaluated one
@@ -261,7 +260,7 @@ class JudgeFilter(Filter):
     which lm-eval logs in ``filtered_resps``.
     """
 
-    def __init__(self, judge: str = "f1", correctness: str = DEFAULT_CORRECTNESS, threshold: float = 0.5,
+    def __init__(self, judge: str = "cover", correctness: str = DEFAULT_CORRECTNESS, threshold: float = 0.5,
                  num_samples: int | None = None, cluster_greedy: bool = True, log_token_logprobs: bool = False,
                  **judge_kwargs):
         self.judge = get_judge(judge, **judge_kwargs)

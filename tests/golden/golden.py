@@ -28,7 +28,8 @@ CASES = {
     "civil_ambiguous": ("civil_comments_ambiguous_semsoft", 40, {"split": "train"}),
     # correctness "f1": the rule these files were written with; since issue 31 the tasks default to "strict"
     # (semcal_eval.qa.grading), and tests/test_answer_grading.py checks that rule on its own
-    "nq_open": ("nq_open_semagree", 12, {"split": "validation", "num_samples": 5, "correctness": "f1"}),
+    "nq_open": ("nq_open_semagree", 12, {"split": "validation", "num_samples": 5, "correctness": "f1",
+                                         "estimator_judge": "f1"}),
 }
 
 

@@ -6,13 +6,13 @@ A_ji = J(C_j, C_i) the judge's agreement,
     r_cal,j = (1/(K−1)) Σ_{i≠j} [ y_j·log a_ji + (1−y_j)·log(1 − a_ji) ],   a_ji = clip(A_ji, ε, 1−ε),
 
 minus the binary cross-entropy between each pairwise agreement and the rollout's correctness (in nats, ∈ [log ε, 0];
-ε the one free constant, csr.yaml's ``eps``), λ(t) linear from 0. The judge J for agreement is ``strict``
-(:class:`semcal_eval.qa.judges.StrictJudge`, equal folded answer cores); ``judge: cover``
-(:func:`semcal_eval.qa.grading.agree`, the cover judge measured against people in docs/JUDGE.md) is the
-semantic reading the paper asks for, not yet the default. Empty answers (no letter or digit,
-:func:`semcal_eval.qa.cover.is_empty`): ``empty_answer: disagree`` (default, semcal's rule, not the paper's: an
-empty answer agrees with nothing), ``worst`` (semcal's: the worst score), ``judge`` (the paper's: J as the judge
-reads it; the cover judge is reflexive, so identical outputs, empty ones included, agree). r_RLVR is
+ε the one free constant, csr.yaml's ``eps``), λ(t) linear from 0. The judge J for agreement is ``cover``
+(:func:`semcal_eval.qa.grading.agree`, the grader's reading of "the same answer": the paper's J is semantic,
+and this is as far as a lexical judge goes, measured in docs/JUDGE.md); ``judge: strict`` (equal folded answer
+cores) was the default before issue 41. Empty answers (no letter or digit, :func:`semcal_eval.qa.cover.is_empty`):
+``empty_answer: judge`` (default, the paper's: J as the judge reads it; the cover judge is reflexive, so
+identical outputs, empty ones included, agree), and semcal's additions ``disagree`` (an empty answer agrees with
+nothing) and ``worst`` (it scores the worst value). r_RLVR is
 :func:`trainers.rewards.matching.correctness_reward`; this module returns the λ(t)·r_cal term.
 
 semcal's own variants, each with its own method name (they are *not* the paper's reward):
@@ -44,9 +44,9 @@ SCHEDULES = ("linear", "constant", "step")
 READINGS = ("rollout", "pairwise")
 SCORES = ("log", "brier", "likelihood", "likelihood_spread")
 #: ``judge`` (the paper: J as the judge reads it, reflexive) and semcal's additions ``disagree``, ``worst``
-EMPTY_ANSWERS = ("disagree", "worst", "judge")
-#: semcal's rule, kept the default until the cover judge becomes J (issue 41, docs/JUDGE.md)
-DEFAULT_EMPTY_ANSWER = "disagree"
+EMPTY_ANSWERS = ("judge", "disagree", "worst")
+#: the paper's: J as the judge reads it (reflexive under the cover judge)
+DEFAULT_EMPTY_ANSWER = "judge"
 #: how a *wrong* rollout's row of the agreement matrix is read: ``judge`` (the paper: the same J as every row) or
 #: ``overlap`` (csr_spread: J or a shared content word, :func:`trainers.answer_match.overlap_matrix`)
 AGREEMENT_WRONG = ("judge", "overlap")
@@ -62,7 +62,7 @@ DEFAULT_READING = "pairwise"
 #: the paper's λ(t) ends at λ_max; 0.1 < 1/log(1/ε) keeps every correct rollout above every wrong one under the
 #: raw BCE at ε = 10⁻³ (worst correct: 1 + 0.1·log ε = 0.31 > best wrong: ≈ 0) — docs/TRAINING.md
 DEFAULT_LAMBDA_MAX = 0.1
-DEFAULT_JUDGE = "strict"
+DEFAULT_JUDGE = "cover"
 
 
 class GroupLayoutError(ValueError):
@@ -241,12 +241,12 @@ def group_calibration_scores(
       punctuation cannot make a wrong answer look unshared. A wrong rollout never earns more than a correct one
       (≤ 0 against ≥ 1 at any λ ≥ 0). With ``empty_answer="worst"`` (csr_spread.yaml) an empty answer gets −1,
       the charge of a fully shared wrong answer.
-    - Empty answers (``empty`` true: no letter or digit). semcal's rules: ``"disagree"`` (default: an empty
+    - Empty answers (``empty`` true: no letter or digit). ``"judge"`` (default, the paper's): the agreement as
+      the judge gives it; under the reflexive cover judge empty answers agree with each other, and a group of
+      them is scored like any wrong answer the group repeats. semcal's additions: ``"disagree"`` (an empty
       answer agrees with nothing, so it is scored like a wrong answer that stands apart, r_cal ≈ 0, the best
       value of a wrong rollout) and ``"worst"`` (it scores the score's worst value, log ε or −1 bounded;
-      csr_spread's choice), so nobody earns calibration reward by saying nothing. ``"judge"`` (the paper's):
-      the agreement as the judge gives it; under the reflexive cover judge empty answers agree with each other,
-      and a group of them is scored like any wrong answer the group repeats.
+      csr_spread's choice), so nobody earns calibration reward by saying nothing.
 
     Args:
         agreement: G×K×K agreement values in [0, 1].
@@ -256,7 +256,7 @@ def group_calibration_scores(
         empty: G×K booleans, true for an empty answer; None: no empty answers.
         score: one of :data:`SCORES`.
         bounded: divide the log score by log(1/ε).
-        empty_answer: ``"disagree"`` (default), ``"worst"`` or ``"judge"``.
+        empty_answer: ``"judge"`` (default), ``"disagree"`` or ``"worst"``.
         agreement_wrong: G×K×K agreement read for the rows of *wrong* rollouts (y_j = 0) instead of
             ``agreement``; None: ``agreement`` for every row. The trainer passes the content-word overlap
             (:func:`trainers.answer_match.overlap_matrix`), a reading of "may be the same answer" that padding
