@@ -7,7 +7,9 @@
     semcal-eval board worker [--once] [--db PATH]
     semcal-eval board jobs   [--db PATH]
     semcal-eval board attempts [--clear WEIGHTS [--submitter NAME]] [--db PATH]
+    semcal-eval board config [--max-attempts N] [--model-cache DIR] [--db PATH]
     semcal-eval board register-task [TASK --include-path DIR] [--db PATH]
+    semcal-eval board quota  [--self-reported N [--submitter NAME]] [--db PATH]
     semcal-eval board list   [--db PATH]
     semcal-eval board render --out site/ [--db PATH]
     semcal-eval board serve  [--site site/] [--port 8765]
@@ -126,11 +128,26 @@ def _parser() -> argparse.ArgumentParser:
                     help="folder of the task's YAML (and its local data files); default: lm-eval's own tasks")
     add_db(rt)
 
-    at = sub.add_parser("attempts", help="list rejected spot-check attempts (board operator), or clear a cap")
+    at = sub.add_parser("attempts", help="list spot-check attempts (started, passed, rejected, interrupted; board "
+                        "operator), or clear a cap")
     at.add_argument("--clear", metavar="WEIGHTS", default=None,
                     help="mark the rejected attempts of these weights (the 'weights' column) as cleared")
     at.add_argument("--submitter", default=None, help="with --clear: only this submitter's attempts")
     add_db(at)
+
+    cf = sub.add_parser("config", help="show or change the board's pinned settings (board operator); environment "
+                        "variables never change them")
+    cf.add_argument("--max-attempts", default=None, help="rejected spot checks allowed per (weights, submitter)")
+    cf.add_argument("--model-cache", type=Path, default=None,
+                    help="the model cache whose catalogue models the spot check re-scores with")
+    add_db(cf)
+
+    qu = sub.add_parser("quota", help="show or set each submitter's quota of self-reported task entries (operator)")
+    qu.add_argument("--self-reported", type=int, default=None, metavar="N",
+                    help="self-reported (submission, task) entries allowed; with --submitter for one submitter "
+                         "('anonymous' is every token-less submission together), else the default")
+    qu.add_argument("--submitter", default=None, help="the submitter the quota is for (default: everyone)")
+    add_db(qu)
 
     j = sub.add_parser("jobs", help="list evaluation jobs and their state")
     add_db(j)
@@ -184,14 +201,23 @@ def _token(args) -> str | None:
 
 
 def _submit(con, args, db_path) -> int:
-    from . import attempts as attempts_store
-    from . import db, names, spotcheck, stock
-    from .identity import model_identity, weights_key
-    from .recompute import validate_run
+    from . import db
 
-    submitter = db.submitter_of(con, _token(args))
+    # the board's model cache for the whole submission: the displayed name (known_weights) and the spot check
+    # both read catalogue weights, and neither may follow a submitter's $SEMCAL_MODEL_CACHE
+    with db.pinned_model_cache(con):
+        return _submit_pinned(con, args, db_path)
+
+
+def _submit_pinned(con, args, db_path) -> int:
+    from . import db, names, spotcheck, stock
+    from .recompute import validate_run
+    from .stages.shape import check_no_links
+
+    submitter = args.submitter = db.submitter_of(con, _token(args))
     names.check_path_text(str(args.output_dir), "OUTPUT_DIR")
     registered = stock.registered(con)
+    check_no_links(args.output_dir)  # a symlink out of the submitted folder is refused before anything is read
     sub = validate_run(args.output_dir, args.tasks_dir, stock_tasks=registered)
     stock_regs = {v["task"]: registered.get(v["config_hash"]) for v in sub.stock.values()}
     # Every cheap check before the spot check spends minutes: names (the derived one included) and look-alikes
@@ -208,34 +234,7 @@ def _submit(con, args, db_path) -> int:
         tier, verification = "self-reported", {"reason": "submitted with --no-spot-check"}
         print("not spot-checked (--no-spot-check): stored as self-reported")
     else:
-        model_args = sub.model_args or (sub.provenance.get("config") or {}).get("model_args")
-        model_key = "@".join(model_identity(model_args)[:2])
-        doc_sets = {e.task: e.doc_set_hash for e in sub.entries}
-        try:  # the weights the check re-scores: the key of the attempt cap (aliases and paths resolve to it)
-            weights = weights_key(spotcheck.claimed_model(model_args)[0])
-        except spotcheck.NotCheckable:
-            weights = ""  # not re-scorable: spot_check stores it self-reported with the reason
-        before = attempts_store.check_attempt_cap(con, weights, submitter) if weights else 0
-        # a fresh draw per submission, unknowable without the board secret (HMAC of the content hash)
-        tags = {t: spotcheck.draw_tag(con, sub.predictions_hash, t, h) for t, h in doc_sets.items()}
-        splits = {e.task: e.split for e in sub.entries if e.split}
-        try:
-            sc = spotcheck.spot_check(sub.results_path, seed=args.spot_check_seed, tags=tags, splits=splits,
-                                      progress=_progress, stock=stock_regs)
-        except spotcheck.SpotCheckRejected as e:
-            attempts_store.record_attempt(con, model=model_key, tasks=sorted(doc_sets),
-                                     doc_sets=[doc_sets[t] for t in sorted(doc_sets)],
-                                     predictions_hash=sub.predictions_hash, outcome="rejected", detail=e.detail,
-                                     submitter=submitter, weights=weights)
-            n, cap = before + 1, attempts_store.max_attempts()
-            raise SubmissionError(f"{e} (rejected attempt {n} of {cap} for these weights)") from None
-        tier, verification = sc.tier, sc.verification
-        if "spot_check" in verification and weights:
-            verification["spot_check"].update({
-                "weights": weights, "content_hash": sub.predictions_hash,
-                "secret_commitment": spotcheck.secret_commitment(con),
-                "rejected_attempts_before": before, "max_attempts": attempts_store.max_attempts()})
-        print(sc.message)
+        tier, verification = _spot_check(con, args, sub, stock_regs)
     if sub.stock:
         verification["stock_tasks"] = sub.stock
     if crossfit:
@@ -253,19 +252,117 @@ def _submit(con, args, db_path) -> int:
     return 0
 
 
+def _spot_check(con, args, sub, stock_regs) -> tuple[str, dict]:
+    """The tier stage of ``board submit`` (docs/LEADERBOARD.md, "Threat model"): the board's pinned model cache
+    and cap (an environment variable that disagrees is refused), then the attempt recorded as ``started`` and
+    committed **before** any draw exists, so an attempt interrupted by Ctrl-C or kill counts towards the cap;
+    the draw (HMAC under the board secret) for every task, stock tasks included; the re-scoring; the outcome."""
+    from . import db
+
+    # before claimed_model resolves semcal:NAME: the board's weights, not the caller's
+    with db.pinned_model_cache(con):
+        return _spot_check_pinned(con, args, sub, stock_regs)
+
+
+def _spot_check_pinned(con, args, sub, stock_regs) -> tuple[str, dict]:
+    """:func:`_spot_check` inside the board's model cache."""
+    import json
+
+    from . import attempts as attempts_store
+    from . import spotcheck
+    from .identity import model_identity, weights_key
+
+    cap = attempts_store.max_attempts(con)
+    model_args = sub.model_args or (sub.provenance.get("config") or {}).get("model_args")
+    model_key = "@".join(model_identity(model_args)[:2])
+    doc_sets = {e.task: e.doc_set_hash for e in sub.entries}
+    try:  # the weights the check re-scores: the key of the attempt cap (aliases and paths resolve to it)
+        weights = weights_key(spotcheck.claimed_model(model_args)[0])
+    except spotcheck.NotCheckable:
+        weights = ""  # not re-scorable: spot_check stores it self-reported with the reason
+    record = dict(model=model_key, tasks=sorted(doc_sets), doc_sets=[doc_sets[t] for t in sorted(doc_sets)],
+                  predictions_hash=sub.predictions_hash, submitter=args.submitter, weights=weights)
+    aid, before = None, 0
+    if weights:  # a model the board can re-score: the attempt is recorded (and committed) before any draw exists
+        aid, before = attempts_store.start_attempt(con, **record)
+    try:
+        # a fresh draw per submission, unknowable without the board secret (HMAC of the content hash); a stock
+        # task is drawn under its entry name (name@config-hash) and looked up by its lm-eval name
+        tags = {t: spotcheck.draw_tag(con, sub.predictions_hash, t, h) for t, h in doc_sets.items()}
+        for key, st in sub.stock.items():
+            if key in tags:
+                tags[st["task"]] = tags[key]
+        splits = {e.task: e.split for e in sub.entries if e.split}
+        sc = spotcheck.spot_check(sub.results_path, seed=args.spot_check_seed, tags=tags, splits=splits,
+                                  progress=_progress, stock=stock_regs)
+    except spotcheck.SpotCheckRejected as e:
+        if aid is None:
+            attempts_store.record_attempt(con, outcome="rejected", detail=e.detail, **record)
+        else:
+            attempts_store.finish_attempt(con, aid, "rejected", e.detail)
+        raise SubmissionError(f"{e} (rejected attempt {before + 1} of {cap} for these weights)") from None
+    except BaseException as e:  # Ctrl-C, a crash: the draw was made, so the attempt counts
+        if aid is not None:
+            attempts_store.finish_attempt(con, aid, "interrupted", json.dumps({"error": type(e).__name__}))
+        raise
+    if aid is not None:
+        attempts_store.finish_attempt(con, aid, "passed" if sc.tier == "spot-checked" else "not checked")
+    verification = sc.verification
+    if "spot_check" in verification and weights:
+        verification["spot_check"].update({
+            "weights": weights, "content_hash": sub.predictions_hash,
+            "secret_commitment": spotcheck.secret_commitment(con),
+            "rejected_attempts_before": before, "max_attempts": cap})
+    print(sc.message)
+    return sc.tier, verification
+
+
+def _config(con, args) -> int:
+    """Operator: show or change the board's pinned settings (cap, model cache)."""
+    from . import attempts as attempts_store
+    from . import db
+
+    if args.max_attempts is not None:
+        db.set_board_setting(con, "max_attempts", str(attempts_store.parse_cap(args.max_attempts)))
+    if args.model_cache is not None:
+        root = args.model_cache.expanduser().resolve()
+        if not root.is_dir():
+            raise SubmissionError(f"--model-cache {args.model_cache}: not a folder; give the model cache the board "
+                                  "trusts (where `semcal-eval models install` put the models)")
+        db.set_board_setting(con, "model_cache", str(root))
+    for key in db.SETTINGS:
+        row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        print(f"{key}\t{row[0] if row else ''}")
+    return 0
+
+
 def _register_task(con, args) -> int:
     from . import stock
 
     if args.task is None:
         for r in stock.registered(con).values():
-            print(f"{r.task}\t{r.config_hash}\t{r.split} ({r.n_docs} documents)\t{r.include_path or 'lm-eval tasks'}"
+            print(f"{stock.entry_task(r.task, r.config_hash)}\t{r.config_hash}\t{r.logged_hash}\t{r.split} ({r.n_docs} documents)\t{r.include_path or 'lm-eval tasks'}"
                   f"\t{r.registered_at}")
         return 0
     names.check_path_text(args.task, "TASK")
+    before = stock.registered(con)
+    # building the task imports the Python its YAML names (!function, class): say so before it runs
+    print(f"note: registering builds the task with lm-eval, which imports and runs the Python files its YAML names "
+          f"(!function, class) from {args.include_path or 'lm-eval tasks'}; register only folders you trust",
+          file=sys.stderr)
     r = stock.register(con, args.task, args.include_path)
-    print(f"registered {r.task} as {stock.entry_task(r.task, r.config_hash)} (config hash {r.config_hash}): "
-          f"{r.split} split, {r.n_docs} documents, built from {r.include_path or 'lm-eval tasks'}. Runs of this "
-          "config are now checked against these documents and spot-checked.")
+    key = stock.entry_task(r.task, r.config_hash)
+    others = [stock.entry_task(o.task, o.config_hash) for o in before.values()
+              if o.task == r.task and o.config_hash != r.config_hash]
+    if r.config_hash in before:
+        print(f"{r.task} is already registered as {key} (registration hash {r.config_hash}, config hash "
+              f"{r.logged_hash}, since {r.registered_at}): nothing changed")
+        return 0
+    print(f"registered {r.task} as {key} (registration hash {r.config_hash}; config hash {r.logged_hash}, its data "
+          f"files and code hashed in): {r.split} split, {r.n_docs} documents, built from "
+          f"{r.include_path or 'lm-eval tasks'}. Runs of this config on these documents are now checked against "
+          "them and spot-checked." + (f" A new version: {', '.join(others)} stay registered, and their entries "
+                                      "are ranked apart from this one's." if others else ""))
     return 0
 
 
@@ -324,6 +421,17 @@ def _dispatch(con, args, db_path) -> int:
         return _submit(con, args, db_path)
     if args.cmd == "register-task":
         return _register_task(con, args)
+    if args.cmd == "quota":
+        if args.self_reported is not None:
+            db.set_self_reported_quota(con, args.self_reported, args.submitter)
+        who = [args.submitter] if args.submitter else ["anonymous"] + [
+            n for (n,) in con.execute("SELECT name FROM submitters ORDER BY name")]
+        for name in who:
+            print(f"{name}\t{db.self_reported_used(con, name)} of {db.self_reported_quota(con, name)} "
+                  "self-reported task entries")
+        return 0
+    if args.cmd == "config":
+        return _config(con, args)
     if args.cmd == "submitter":
         if args.action == "add":
             if not args.name:

@@ -17,6 +17,7 @@ The database path is ``--db PATH``, else ``$SEMCAL_BOARD_DB``, else ``<user data
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -146,12 +147,51 @@ def _stored_json(text):
         return None
 
 
+#: Suffixes of SQLite's side files (rollback journal, WAL, shared memory): they hold pages of the database,
+#: secret included, so they are held to the same permissions as the file itself.
+_SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+def check_private(p: Path) -> None:
+    """SubmissionError when the board file ``p`` (or one of its SQLite side files) can be read or written by
+    anyone but its owner: it holds the spot-check secret and the attempt store (docs/LEADERBOARD.md, "Threat
+    model"). The board refuses to run rather than widen who can compute the draw."""
+    for f in (p, *(Path(str(p) + s) for s in _SIDE_FILES)):
+        try:
+            mode = os.stat(f).st_mode
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            raise SubmissionError(
+                f"{f}: the board database is accessible to other users (mode {mode & 0o777:04o}); it holds the "
+                f"spot-check secret and the attempt store, so the board refuses to use it: run `chmod 600 {f}` "
+                "(and check who could have read it: if anyone did, retire the secret)")
+
+
+def _create_private(p: Path) -> None:
+    """Create an empty board file readable and writable by its owner only (0600, whatever the umask); SQLite
+    gives its journal files the database's own mode."""
+    if not p.parent.exists():
+        p.parent.mkdir(parents=True, mode=0o700)
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        return  # created meanwhile (another board command): check_private judges it
+    os.fchmod(fd, 0o600)  # O_CREAT's mode is masked by the umask; 0600 is the point
+    os.close(fd)
+
+
 def connect(path: str | Path) -> sqlite3.Connection:
-    """Open (creating if needed) the board database; autocommit mode, transactions are explicit."""
+    """Open (creating if needed, mode 0600) the board database; autocommit mode, transactions are explicit.
+    A database (or SQLite side file) that others can access is refused (:func:`check_private`)."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    created = not p.exists()
+    if created:
+        _create_private(p)
+    check_private(p)
     con = sqlite3.connect(p, isolation_level=None, timeout=30)
     con.execute("PRAGMA foreign_keys = ON")
+    con.execute("PRAGMA synchronous = FULL")  # a committed attempt row is on disk before its draw is made
     # check the version before creating anything: an old file's tables lack the new columns
     has_meta = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
@@ -175,7 +215,82 @@ def connect(path: str | Path) -> sqlite3.Connection:
         raise SubmissionError(f"{p}: a board database without a schema version; move it away and rebuild the board")
     con.executescript(_SCHEMA)
     con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    _init_settings(con, created)
     return con
+
+
+#: Board settings fixed in ``meta`` when the board is created (operator: ``board config``); the environment
+#: variable that used to set each one. For an existing board a variable that disagrees is refused
+#: (:func:`board_setting`): whoever runs ``board submit`` must not lift the cap or point the spot check at
+#: other weights (issue 43).
+SETTINGS = {"max_attempts": "SEMCAL_BOARD_MAX_ATTEMPTS", "model_cache": "SEMCAL_MODEL_CACHE"}
+
+
+def _default_setting(key: str, created: bool = True) -> str:
+    """A setting's value for a board that has none: the cap's default; the model cache of whoever creates the
+    board (``$SEMCAL_MODEL_CACHE``, XDG, ``~/.cache``), or, for a board from before issue 43 (``created``
+    False), the default cache of the account that owns the process, read without any environment variable."""
+    if key == "max_attempts":
+        from .attempts import DEFAULT_MAX_ATTEMPTS
+
+        return str(DEFAULT_MAX_ATTEMPTS)
+    if not created:
+        import pwd
+
+        return str((Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "semcal" / "models").resolve())
+    from semcal_eval.models import cache_dir
+
+    return str(cache_dir().resolve())
+
+
+def _init_settings(con: sqlite3.Connection, created: bool) -> None:
+    """Store each :data:`SETTINGS` key once, when the board (or a board from before issue 43) is first opened
+    (:func:`_default_setting`); from then on only ``board config`` changes them."""
+    for key in SETTINGS:
+        if con.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone() is None:
+            con.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, _default_setting(key, created)))
+
+
+def board_setting(con: sqlite3.Connection, key: str) -> str:
+    """The board's stored ``key`` (:data:`SETTINGS`). SubmissionError when its environment variable is set to
+    another value: environment variables do not change an existing board (the operator uses ``board config``)."""
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    value = row[0] if row else _default_setting(key)
+    var = SETTINGS[key]
+    env = os.environ.get(var)
+    if env:
+        same = (Path(env).expanduser().resolve() == Path(value)) if key == "model_cache" else env.strip() == value
+        if not same:
+            raise SubmissionError(
+                f"${var}={env[:80]!r} disagrees with this board's {key} {value!r}, fixed when the board was "
+                f"created; environment variables do not change an existing board: unset {var} (the operator "
+                f"changes it with `semcal-eval board config --{key.replace('_', '-')} VALUE`)")
+    return value
+
+
+@contextlib.contextmanager
+def pinned_model_cache(con: sqlite3.Connection):
+    """While in effect, this process (and the re-scoring subprocesses it starts) resolve ``semcal:NAME`` in the
+    board's model cache, the weights the board trusts, never in a folder named by the caller's
+    ``$SEMCAL_MODEL_CACHE`` or ``$XDG_CACHE_HOME`` (issue 43: Gemma's outputs stored as SmolLM2's). Refused when
+    ``$SEMCAL_MODEL_CACHE`` names another folder (:func:`board_setting`). Yields the cache folder."""
+    root = board_setting(con, "model_cache")
+    old = os.environ.get("SEMCAL_MODEL_CACHE")
+    os.environ["SEMCAL_MODEL_CACHE"] = root
+    try:
+        yield Path(root)
+    finally:
+        if old is None:
+            os.environ.pop("SEMCAL_MODEL_CACHE", None)
+        else:
+            os.environ["SEMCAL_MODEL_CACHE"] = old
+
+
+def set_board_setting(con: sqlite3.Connection, key: str, value: str) -> None:
+    """Operator (``board config``): change a board setting (:data:`SETTINGS`)."""
+    if key not in SETTINGS:
+        raise SubmissionError(f"unknown board setting {key!r}; known: {', '.join(SETTINGS)}")
+    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 def _backfill_identity(con: sqlite3.Connection) -> None:
@@ -249,6 +364,51 @@ def submitter_of(con: sqlite3.Connection, token: str | None) -> str:
         raise SubmissionError("unknown submitter token; ask the board operator for one "
                               "(`semcal-eval board submitter add NAME`)")
     return row[0]
+
+
+#: Self-reported (submission, task) pages a submitter may have on the board unless the operator sets another
+#: number (``board quota``): each is an entry page, its diagrams and its rows in every render (issue 43: one
+#: anonymous 64-task self-reported submission cost 80 s of rendering and 25 MB of site). ``anonymous`` is one
+#: submitter for this count: every token-less submission shares its quota.
+SELF_REPORTED_QUOTA = 256
+
+
+def self_reported_quota(con: sqlite3.Connection, submitter: str) -> int:
+    """The submitter's quota of self-reported (submission, task) entries: the operator's setting for that
+    submitter, else the operator's default, else :data:`SELF_REPORTED_QUOTA`."""
+    for key in (f"self_reported_quota:{submitter}", "self_reported_quota"):
+        row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is not None and str(row[0]).isdigit():
+            return int(row[0])
+    return SELF_REPORTED_QUOTA
+
+
+def set_self_reported_quota(con: sqlite3.Connection, n: int, submitter: str | None = None) -> None:
+    """Set the self-reported quota (operator): of ``submitter`` (``anonymous`` included), or the default."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise SubmissionError(f"quota {n!r} must be a whole number >= 0")
+    key = "self_reported_quota" + (f":{submitter}" if submitter else "")
+    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(n)))
+
+
+def self_reported_used(con: sqlite3.Connection, submitter: str) -> int:
+    """The submitter's stored self-reported (submission, task) entries."""
+    (n,) = con.execute("SELECT COUNT(*) FROM (SELECT DISTINCT e.submission_id, e.task FROM entries e JOIN submissions s "
+                       "ON s.id = e.submission_id WHERE s.tier = 'self-reported' AND s.submitter = ?)",
+                       (submitter,)).fetchone()
+    return int(n)
+
+
+def check_self_reported_quota(con: sqlite3.Connection, submitter: str, n_tasks: int) -> None:
+    """SubmissionError when storing ``n_tasks`` more self-reported task entries would take ``submitter`` over
+    their quota (:func:`self_reported_quota`); the message names the count and the ways out."""
+    used, quota = self_reported_used(con, submitter), self_reported_quota(con, submitter)
+    if used + n_tasks > quota:
+        raise SubmissionError(
+            f"self-reported quota: submitter {submitter!r} has {used} self-reported task entries stored and this "
+            f"submission adds {n_tasks}; the quota is {quota}. Get the run spot-checked (float32, a model the board "
+            "can load), use your own submitter token, or ask the operator to raise it "
+            f"(`semcal-eval board quota --self-reported N --submitter {submitter}`); nothing was stored")
 
 
 def entry_names(sub: Submission, model_name: str | None, method: str) -> tuple[str, str, str, str, str]:
@@ -329,6 +489,8 @@ def insert(con: sqlite3.Connection, sub: Submission, model_name: str | None, met
     check_names_unconfusable(con, (model_name, model_id, label))
     con.execute("BEGIN IMMEDIATE")
     try:
+        if tier == "self-reported":  # inside the transaction: two concurrent submits cannot both pass
+            check_self_reported_quota(con, submitter, len({e.task for e in sub.entries}))
         cur = con.execute(
             "INSERT INTO submissions (content_hash, predictions_hash, model_name, method, submitted_at, limit_json, "
             "provenance, model_args, tier, verification, submitter, model_id, revision, label) "

@@ -255,7 +255,10 @@ def lm_eval_command(pretrained: str, tasks: list[str], out: Path, *, limit: int 
                     split: str | None = None, samples: dict | None = None, metadata: dict | None = None,
                     settings: dict = PINNED, include_path: str | None = None) -> list[str]:
     """The ``python -m semcal_eval`` command line of a board evaluation (also used by the spot check;
-    ``include_path``: the folder of a registered stock task, :mod:`leaderboards.stock`)."""
+    ``include_path``: the folder of a registered stock task, :mod:`leaderboards.stock`). ``samples`` (the spot
+    check's drawn documents) never go on the command line, which every local user reads in ``ps`` /
+    ``/proc/<pid>/cmdline``: they are written to ``<out>.samples.json`` (mode 0600, in the caller's private
+    folder) and lm-eval is given that path (its ``--samples`` takes a JSON file)."""
     cmd = [sys.executable, "-m", "semcal_eval", "--model", settings["backend"],
            "--model_args", f"pretrained={pretrained},dtype={settings['dtype']}", "--device", settings["device"],
            "--batch_size", str(settings["batch_size"]), "--seed", settings["seed"], "--tasks", ",".join(tasks),
@@ -263,7 +266,7 @@ def lm_eval_command(pretrained: str, tasks: list[str], out: Path, *, limit: int 
     if limit is not None:
         cmd += ["--limit", str(limit)]
     if samples is not None:
-        cmd += ["--samples", json.dumps(samples)]
+        cmd += ["--samples", str(_private_json(Path(str(out) + ".samples.json"), samples))]
     if include_path:
         cmd += ["--include_path", include_path]
     meta = dict(metadata or {})
@@ -272,6 +275,17 @@ def lm_eval_command(pretrained: str, tasks: list[str], out: Path, *, limit: int 
     if meta:
         cmd += ["--metadata", json.dumps(meta, sort_keys=True)]
     return cmd
+
+
+def _private_json(path: Path, obj) -> Path:
+    """Write ``obj`` as JSON to a new file readable by its owner only (0600 whatever the umask; an existing file
+    or a symlink in its place is refused by O_EXCL)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        json.dump(obj, fh)
+    return path
 
 
 def run_lm_eval(cmd: list[str], log: Path, timeout: float | None = None) -> str | None:

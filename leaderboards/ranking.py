@@ -4,8 +4,8 @@ Entries are ranked only against entries on the **same document set** (issue 12, 
 
 * a **full** entry covers the task's whole evaluation split (``coverage == "full"``, computed by the board
   from the split's true size; entries stored without the key count as full when ``n_docs`` equals
-  ``n_split``, else ``n_original``). Full entries of one task and split are ranked together; the main
-  table and the overall view hold only them;
+  ``n_split``, else ``n_original``). Full entries of one task, split and document set (doc-set hash: the
+  documents and their labels) are ranked together; the main table and the overall view hold only them;
 * a **partial** entry (a ``--limit`` run) is never ranked with full entries. It is ranked only among
   partial entries of the same task on the very same documents (same doc-set hash), in a separate
   "partial" view.
@@ -72,10 +72,11 @@ def coverage_of(e: dict) -> str:
 
 
 def rank_group(e: dict) -> tuple:
-    """The set of entries ``e`` is ranked against: (coverage, task, split[, doc-set hash for partial runs])."""
-    cov = coverage_of(e)
-    key = (cov, e["task"], e.get("split") or "")
-    return key if cov == "full" else key + (e["doc_set_hash"],)
+    """The set of entries ``e`` is ranked against: (coverage, task, split, doc-set hash). Full runs too are
+    ranked only on the same document set: the doc-set hash covers each document's hash (its fields, the label
+    among them) and, for a stock task, the registration the documents were checked against (issue 43: a run on
+    relabelled data ranked first beside runs on the real labels)."""
+    return (coverage_of(e), e["task"], e.get("split") or "", e["doc_set_hash"])
 
 
 #: Most classes of a classification task the Brier band allows for (the K·tol² term; GoEmotions has 28).

@@ -103,7 +103,7 @@ class BoardHandler(http.server.BaseHTTPRequestHandler):
         return self.server_version  # no Python version in the Server header
 
     def log_message(self, fmt, *args):  # keep stdout for the URL line; requests go to stderr
-        sys.stderr.write("%s - %s\n" % (self.address_string(), fmt % args))
+        sys.stderr.write("%s - %s\n" % (self.address_string(), log_safe(fmt % args)))
 
     def end_headers(self):
         self.send_header("X-Content-Type-Options", "nosniff")
@@ -265,7 +265,18 @@ class BoardServer(http.server.ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         # one line, no traceback: a broken client connection is not the server's failure
         exc = sys.exc_info()[1]
-        sys.stderr.write(f"{client_address[0]} - connection error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"{client_address[0]} - connection error: {type(exc).__name__}: {log_safe(str(exc))}\n")
+
+
+#: C0 controls, DEL and C1 controls (ESC of a terminal escape sequence, CR that overwrites a log line, the 8-bit
+#: CSI), plus the Unicode line/paragraph separators and bidi controls: never written to the log as they came.
+_LOG_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def log_safe(text: str) -> str:
+    """``text`` with every control character written as ``\\xNN`` / ``\\uNNNN``: a request line is the client's
+    text, and its escape codes must not reach the operator's terminal through the server log (issue 43)."""
+    return _LOG_UNSAFE.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def make_server(site: str | Path, port: int, *, read_timeout: float = READ_TIMEOUT,

@@ -15,7 +15,8 @@ the logged probabilities came from the model that ``config.model_args`` names:
    submission; the tag and the documents are published with the entry afterwards, for audit. Each submission
    is drawn afresh, and rejected attempts per weights (:func:`leaderboards.identity.weights_key`) are capped.
 3. Re-scoring: lm-eval itself, as a subprocess, with the board's pinned backend (hf-semsoft, float32, CPU)
-   on exactly the sampled documents (``--samples``), the run's split and hyper-parameters. Requests are thus
+   on exactly the sampled documents (``--samples`` naming a 0600 file: the ids are on no command line, which
+   every local user can read), the run's split and hyper-parameters. Requests are thus
    built by the task, exactly as in the submitted run, never from the submitted ``arguments``.
 4. Comparison: for every filter whose probabilities are a function of that one document's model output
    (``constrained``, ``semsoft``, ``semsoft_tau*``; ``none`` of ``*_base`` tasks), the largest absolute
@@ -421,7 +422,10 @@ def _stock_rows(samples_path: Path, cfg: dict) -> dict[str, dict[int, dict]]:
 
     delimiter, mutual_info = calibrate.choice_settings(cfg)
     out: dict[str, dict[int, dict]] = {name: {} for name in STOCK_FILTERS}
+    from .stages.records import check_logliks
+
     for r in iter_samples(samples_path):
+        check_logliks(r, f"{samples_path}:{r.get('_line')}")
         try:
             ll, ch = calibrate.choice_logliks(r, delimiter, mutual_info)
         except ValueError as e:
@@ -484,7 +488,8 @@ def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, s
     task is not re-scored (its documents are the submitter's) and the entry is ``self-reported``. A registered one
     is re-scored from the registered task folder and its ``loglik`` / ``loglik_norm`` rows compared.
 
-    ``tags``: task -> the board's draw tag (:func:`draw_tag`). ``seed``: a seed chosen by the caller
+    ``tags``: task -> the board's draw tag (:func:`draw_tag`; a stock task by its lm-eval name, drawn under its
+    entry name); a task without one is refused. ``seed``: a seed chosen by the caller
     (``--spot-check-seed``, tag :func:`chosen_tag`); such a check is reported but can never give the
     ``spot-checked`` tier, since whoever chose the seed knew the sample. Returns a :class:`SpotCheck` (tier
     ``spot-checked``, or ``self-reported`` with the reason); raises :class:`SpotCheckRejected` when the
@@ -526,8 +531,13 @@ def spot_check(results_path: Path, *, seed: int | None = None, tags: dict[str, s
                 unchecked[task] = str(e)
                 continue
             tag = chosen_tag(seed) if chosen else (tags or {}).get(task)
+            if tag is None and tags is not None:
+                # every task of a board submission, stock tasks included, is drawn under the committed secret
+                # (issue 43: stock tasks fell back to a random token, so no stock entry could be audited)
+                raise SubmissionError(f"{task}: the board computed no draw for this task; nothing was re-scored "
+                                      "(report this to the board operator)")
             if tag is None:
-                tag = secrets.token_hex(32)  # no board tag given (a library caller): an unpredictable draw
+                tag = secrets.token_hex(32)  # a library caller without a board: an unpredictable, unaudited draw
             ids = sample_doc_ids(list(sub_rows[filters[0]]), tag)
             draws[task] = {"tag": tag, "doc_ids": ids}
             try:

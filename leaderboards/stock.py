@@ -9,6 +9,15 @@ the documents themselves are hashed per row). Entries are stored under :func:`en
 ranking, priors, near-duplicates and the site's tables never mix two configs of one name, and the document-set
 hash starts with the config hash.
 
+A config lm-eval logs names its data files but not their content, and its ``!function`` entries by their own
+source only. A registration is therefore keyed on more than that (issue 43: the same YAML pointed at relabelled
+data hashed the same, and its registration silently replaced the original): :func:`register` hashes the content of
+every local data file and the whole source file of every function and task class the task uses
+(:func:`content_hashes`) into the registration's own hash, ``sha256([config hash, content])``. A registration never
+replaces another: the same hash again is a no-op, another one under a name is a new version ``<name>@<hash[:12]>``.
+A submitted run is matched by its logged config hash to the registrations of that config, and to the one whose
+documents and targets its rows are (:mod:`leaderboards.stages.stock`); its entries are keyed by that registration.
+
 Trust, by registration (:func:`register` / :func:`registered`, the ``stock_tasks`` table of the board database):
 
 * **unregistered** config hash: accepted at the ``self-reported`` tier. The board still recomputes every row from
@@ -23,7 +32,10 @@ Trust, by registration (:func:`register` / :func:`registered`, the ``stock_tasks
 from __future__ import annotations
 
 import hashlib
+import inspect
+import json
 import os
+import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,8 +47,8 @@ from .dataset_check import build_lm_eval_task, quiet
 from .errors import SubmissionError
 from .registry import normalise_version
 
-__all__ = ["OUTPUT_TYPE", "RUN_KEYS", "StockTask", "config_hash", "entry_task", "register", "registered",
-           "lookup", "build_task"]
+__all__ = ["OUTPUT_TYPE", "RUN_KEYS", "StockTask", "config_hash", "content_hashes", "registration_hash",
+           "entry_task", "register", "registered", "candidates", "lookup", "build_task"]
 
 #: The output type the board accepts for a task that is not semcal's.
 OUTPUT_TYPE = "multiple_choice"
@@ -51,9 +63,13 @@ CREATE TABLE IF NOT EXISTS stock_tasks (
     include_path TEXT NOT NULL,
     split TEXT NOT NULL,
     n_docs INTEGER NOT NULL,
-    registered_at TEXT NOT NULL
+    registered_at TEXT NOT NULL,
+    base_hash TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL DEFAULT ''
 );
 """
+#: A function as lm-eval's evaluator logs one it cannot serialise (``str(fn)``): the address changes every run.
+_FUNCTION_REPR = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>")
 
 
 def _file_names(files):
@@ -67,15 +83,31 @@ def _file_names(files):
     return files
 
 
+def _plain(v):
+    """A config value as lm-eval logs it, made run-independent: a callable the config dump left as it is (a
+    ``process_docs`` inside ``fewshot_config``) becomes its ``str()`` as the evaluator writes it, and every
+    ``<function NAME at 0x...>`` loses its memory address, which differs between two runs of the same task."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if callable(v):
+        v = str(v)
+    if isinstance(v, str) and "<function " in v:
+        return _FUNCTION_REPR.sub(lambda m: f"<function {m.group(1)}>", v)
+    return v
+
+
 def config_hash(config: dict, version) -> str:
     """sha256 (hex) of ``{"config": config less RUN_KEYS, "version": version}`` as canonical JSON.
 
     ``num_fewshot`` None counts as 0 (lm-eval's evaluator sets 0 when the YAML leaves it unset) and
-    ``dataset_kwargs.data_files`` paths as their file names; everything else (prompt, choices, target, delimiters,
+    ``dataset_kwargs.data_files`` paths as their file names, and functions the log shows by address by their name
+    (:func:`_plain`); everything else (prompt, choices, target, delimiters,
     metrics, dataset id and split) is hashed as lm-eval logged it."""
     if not isinstance(config, dict):
         raise SubmissionError(f"a task config must be a JSON object, got {type(config).__name__}")
-    cfg = {k: v for k, v in config.items() if k not in RUN_KEYS}
+    cfg = {k: _plain(v) for k, v in config.items() if k not in RUN_KEYS}
     if cfg.get("num_fewshot") is None:
         cfg["num_fewshot"] = 0
     kw = cfg.get("dataset_kwargs")
@@ -95,8 +127,10 @@ def entry_task(name: str, chash: str) -> str:
 
 @dataclass(frozen=True)
 class StockTask:
-    """One registered stock task: the folder its YAML is built from (``""``: lm-eval's own task index) and what
-    the board found there when it was registered."""
+    """One registered stock task: its registration hash (``config_hash``: the logged config's hash and the content
+    of its data and code, :func:`registration_hash`), the folder its YAML is built from (``""``: lm-eval's own task
+    index), what the board found there when it was registered, and the logged config's hash (``base_hash``; ``""``
+    for a registration made before content was hashed, whose ``config_hash`` is that hash)."""
 
     config_hash: str
     task: str
@@ -104,6 +138,13 @@ class StockTask:
     split: str
     n_docs: int
     registered_at: str
+    base_hash: str = ""
+    content: str = ""
+
+    @property
+    def logged_hash(self) -> str:
+        """The :func:`config_hash` a run of this task logs (what a submission is matched on)."""
+        return self.base_hash or self.config_hash
 
 
 def build_task(task: str, include_path: str | os.PathLike | None):
@@ -124,13 +165,86 @@ def build_task(task: str, include_path: str | os.PathLike | None):
     return obj, config_hash(cfg, version)
 
 
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _local_files(value) -> list[Path]:
+    """The existing local files a ``dataset_path`` / ``data_files`` / ``data_dir`` value names (a str, a list, or
+    a split -> path(s) mapping; a folder: every file in it), a relative path read from the working directory as
+    ``datasets`` reads it; hub dataset names name no local file."""
+    if isinstance(value, dict):
+        return [f for v in value.values() for f in _local_files(v)]
+    if isinstance(value, (list, tuple)):
+        return [f for v in value for f in _local_files(v)]
+    if not isinstance(value, str) or not value:
+        return []
+    p = Path(os.path.expanduser(value))
+    if p.is_file():
+        return [p.resolve()]
+    if p.is_dir():
+        return sorted(f.resolve() for f in p.rglob("*") if f.is_file() and ".git" not in f.parts)
+    return []
+
+
+def _callables(v, out: list) -> list:
+    """Every callable inside a task config value (functions given with ``!function``), depth first."""
+    if callable(v) and not isinstance(v, type):
+        out.append(v)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _callables(x, out)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _callables(x, out)
+    return out
+
+
+def content_hashes(obj) -> dict[str, list[str]]:
+    """What a task reads beyond its logged config, hashed: ``{"data": [sha256 of each local data file], "code":
+    [sha256 of the whole source file of each function and task class it uses]}`` (sorted, names left out: the same
+    bytes anywhere are the same data). Data files are those ``dataset_path``, ``dataset_kwargs.data_files`` and
+    ``data_dir`` name on this machine; code is the module file of every ``!function`` in the config and of the
+    task's class when it is not lm-eval's own (its helpers and constants change what a function does, and the
+    logged config holds the function's own source only)."""
+    import dataclasses
+
+    cfg = obj.config
+    kw = getattr(cfg, "dataset_kwargs", None) or {}
+    files = _local_files(getattr(cfg, "dataset_path", None))
+    files += _local_files(kw.get("data_files")) + _local_files(kw.get("data_dir"))
+    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)} if dataclasses.is_dataclass(cfg) else {}
+    code: set[str] = set()
+    for fn in _callables(fields, []) + [type(obj)]:
+        try:
+            src = inspect.getsourcefile(fn)
+        except TypeError:  # a builtin: no source of its own
+            src = None
+        if src and "lm_eval" not in Path(src).parts and Path(src).is_file():
+            code.add(_sha256(Path(src)))
+    return {"data": sorted({_sha256(f) for f in files}), "code": sorted(code)}
+
+
+def registration_hash(chash: str, content: dict) -> str:
+    """A registration's hash: sha256 of ``[the logged config's hash, content_hashes()]`` as canonical JSON."""
+    return hashlib.sha256(canonical([chash, content])).hexdigest()
+
+
 def _table(con: sqlite3.Connection) -> None:
     con.executescript(_SCHEMA)
+    cols = {r[1] for r in con.execute("PRAGMA table_info(stock_tasks)")}
+    for col in ("base_hash", "content"):  # a board registered before issue 43: rows keep their logged hash
+        if col not in cols:
+            con.execute(f"ALTER TABLE stock_tasks ADD COLUMN {col} TEXT NOT NULL DEFAULT ''")
 
 
 def register(con: sqlite3.Connection, task: str, include_path: str | os.PathLike | None) -> StockTask:
-    """Build ``task`` from ``include_path`` (absolute; None: lm-eval's own tasks), load its evaluation split, and
-    record its config hash as registered. Registering the same config again updates the folder it is built from."""
+    """Build ``task`` from ``include_path`` (absolute; None: lm-eval's own tasks), load its evaluation split, hash
+    its data files and code (:func:`content_hashes`) and record it under its :func:`registration_hash`. Nothing
+    stored is replaced: the same registration hash again returns the stored row unchanged (``registered_at`` tells
+    it apart); a different one is a new version, beside the earlier ones. Building the task imports and runs the
+    Python its YAML names (``!function``, ``class``): register only folders you trust."""
     path = str(Path(include_path).resolve()) if include_path else ""
     if path and not Path(path).is_dir():
         raise SubmissionError(f"--include-path {include_path}: not a folder")
@@ -140,21 +254,37 @@ def register(con: sqlite3.Connection, task: str, include_path: str | os.PathLike
         n = len(docs)
     if n == 0:
         raise SubmissionError(f"task {task!r} has no documents in its evaluation split")
-    split = str(getattr(docs, "split", None) or obj.config.test_split or obj.config.validation_split or "default")
-    row = StockTask(chash, task, path, split, n, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    content = content_hashes(obj)
+    key = registration_hash(chash, content)
     _table(con)
-    con.execute("INSERT OR REPLACE INTO stock_tasks VALUES (?, ?, ?, ?, ?, ?)",
-                (row.config_hash, row.task, row.include_path, row.split, row.n_docs, row.registered_at))
+    old = con.execute("SELECT config_hash, task, include_path, split, n_docs, registered_at, base_hash, content "
+                      "FROM stock_tasks WHERE config_hash = ?", (key,)).fetchone()
+    if old is not None:
+        return StockTask(*old)
+    split = str(getattr(docs, "split", None) or obj.config.test_split or obj.config.validation_split or "default")
+    row = StockTask(key, task, path, split, n, datetime.now(timezone.utc).isoformat(timespec="seconds"), chash,
+                    json.dumps(content, sort_keys=True))
+    con.execute("INSERT INTO stock_tasks (config_hash, task, include_path, split, n_docs, registered_at, base_hash, "
+                "content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.config_hash, row.task, row.include_path, row.split, row.n_docs, row.registered_at,
+                 row.base_hash, row.content))
     return row
 
 
 def registered(con: sqlite3.Connection | None) -> dict[str, StockTask]:
-    """config hash -> :class:`StockTask` of every registered stock task ({} without a database)."""
+    """registration hash -> :class:`StockTask` of every registered stock task, oldest first ({} without a
+    database)."""
     if con is None:
         return {}
     _table(con)
     return {r[0]: StockTask(*r) for r in con.execute(
-        "SELECT config_hash, task, include_path, split, n_docs, registered_at FROM stock_tasks ORDER BY task")}
+        "SELECT config_hash, task, include_path, split, n_docs, registered_at, base_hash, content FROM stock_tasks "
+        "ORDER BY registered_at, rowid")}
+
+
+def candidates(registry: dict[str, StockTask], chash: str) -> list[StockTask]:
+    """The registrations a run whose logged config hashes to ``chash`` may be a run of, oldest first."""
+    return [r for r in registry.values() if r.logged_hash == chash]
 
 
 def lookup(con: sqlite3.Connection, name: str) -> StockTask | None:

@@ -22,6 +22,21 @@ claims about its result, so that tests can hold it to that claim (tests/test_rd_
 * ``gold`` — a wrong answer made to mention the gold: lists ("Lyon, Paris", "Paris or Lyon", "either Lyon or
   Paris") and the negation "not Paris". None of them is correct.
 
+**Issue 41's operations** (the answer judge ``cover``, :func:`semcal_eval.qa.grading.grade` and
+:func:`~semcal_eval.qa.grading.agree`): invisible characters (``invisible``: zero-width space, non-joiner and
+joiner, BOM, soft hyphen, word joiner), line and paragraph separators joining another answer (``linesep``:
+U+2028, U+2029, U+0085, VT, FF, CR), a punctuation-only answer (``punct_only``), punctuation inside a number
+(``numpunct``: "19/45", "19-45", "194.5"), junk-word padding (``pad``), the question echoed (``echo``), two
+candidates side by side with no list mark (``list_bare``: "Lyon Paris", "Lyon. Paris", "Lyon (Paris)"),
+paraphrase templates (``scatter``: "It's Lyon", "Lyon, I think", ...) and, from the gold, a near miss
+(``entity_swap``, ``number_swap``: the gold with one capitalised word or one number changed). ``invisible``
+is dressing; ``scatter`` is a paraphrase (:data:`PARAPHRASING`: the same claim in other words, which the
+``cover`` judge reads like the original; the strict rule does not). :data:`KEEPS_CLAIM` names the steps that
+keep the answer's claim, so an agreement judge must read the result as the same answer; :func:`keeps_claim`
+reads a program. Their named tricks are :data:`JUDGE_TRICKS` (kinds ``dressing``, ``paraphrase``,
+``content``, ``near_miss``), apart from :data:`GRAMMAR`, whose kinds state claims under the strict rule that the
+labs' tests hold; :func:`transform` applies either.
+
 A trick takes ``(answer, gold, question, rng)`` and is deterministic given ``rng``. Where a trick is one step of
 a program it is written as that step with ``k`` drawn from ``rng`` (``upper``, ``lower``, ``hedge``,
 ``lead_in``, ``question_before``, ``list_comma``, ``list_or``, ``negation``); the others use the same tables
@@ -31,6 +46,7 @@ full width, a transliteration for names without a translation).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +58,10 @@ __all__ = [
     "WORDS", "PREFIXES", "LEAD_INS", "SUFFIXES", "HEDGES", "NEGATIONS", "SEPARATORS", "OTHERS", "TRANSLATIONS",
     "HOMOGLYPHS", "CASE_STABLE_HOMOGLYPHS", "ACCENTS",
     # programs
-    "OPS", "DRESSING", "apply", "run", "attacks", "random_attack", "adds_content",
+    "INVISIBLES", "LINE_SEPARATORS", "PUNCT_ONLY", "NUMBER_PUNCT", "SCATTER", "ENTITIES", "BARE_SEPARATORS",
+    "OPS", "LEGACY_OPS", "NEW_OPS", "DRESSING", "PARAPHRASING", "KEEPS_CLAIM", "NEAR_MISS", "apply", "run",
+    "attacks", "random_attack", "adds_content", "keeps_claim", "entity_swap", "number_swap",
+    "JUDGE_TRICKS", "ALL_TRICKS",
     # named tricks
     "Trick", "GRAMMAR", "ADVERSARIES", "SURFACE", "CONTENT", "GOLD", "transform", "translate", "transliterate",
     "homoglyph", "accent",
@@ -101,16 +120,50 @@ _TRANSLIT = {
     "l": "л", "m": "м", "n": "н", "o": "о", "p": "п", "q": "к", "r": "р", "s": "с", "t": "т", "u": "у", "v": "в",
     "w": "в", "x": "кс", "y": "ы", "z": "з",
 }
+#: invisible characters (Unicode Cf): zero-width space, non-joiner, joiner, BOM, soft hyphen, word joiner
+INVISIBLES = ("\u200b", "\u200c", "\u200d", "\ufeff", "\u00ad", "\u2060")
+#: line and paragraph separators other than "\n" (str.splitlines splits on each of them; the generation stops
+#: at "\n" only, so they stay inside an answer)
+LINE_SEPARATORS = ("\u2028", "\u2029", "\x85", "\v", "\f", "\r")
+#: answers without a letter or digit
+PUNCT_ONLY = ("...", "?", "!!!", "-", "\u2014", "()", '""', "\u00ab\u00bb", ".,;", "\u2026", "\u00bf?", "\u2022",
+              "' '", "*", "#", "[]")
+#: marks a policy could put inside a number: "19/45", "19-45", "194.5", "19,45", "19 45"
+NUMBER_PUNCT = ("/", "-", ".", ",", " ")
+#: a list without a list mark: two candidates side by side ("Lyon Paris", "Lyon. Paris", "Lyon (Paris)")
+BARE_SEPARATORS = (" ", ". ", " - ", ": ", " (", "\t", "! ", "? ", "  ", " – ")
+#: paraphrase templates: the same claim in other words
+SCATTER = ("It's {a}", "{a}!", "The answer: {a}", "I believe it is {a}", "{a}, I think", "definitely {a}",
+           "The city of {a}", "{a} it is", "It is {a}.", "My answer is {a}", "Surely {a}", "{a}?", "So, {a}",
+           "{a} (final)", "I'd say {a}", "It must be {a}", "Answer - {a}", "I am sure it's {a}", "{a}.", "{A}!")
+#: proper names that replace a capitalised word of the gold (``entity_swap``)
+ENTITIES = ("London", "Berlin", "Lyon", "Madrid", "Tokyo", "Canada", "Germany", "Smith", "Johnson", "Mars",
+            "Jupiter", "Amazon", "Nile", "Lincoln", "Napoleon", "Texas", "Microsoft", "Einstein")
 _PUNCT_SUFFIX = ("!", "?", ".", "...", ";")
 _FULLWIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}
 
 # ----------------------------------------------------------------------------------------------------------
 # programs
 
-OPS = ("prefix", "suffix", "list_gold", "list_other", "hedge", "negate", "upper", "lower", "title", "punct",
-       "accent", "homoglyph", "question", "translate", "repeat", "space", "garble")
-#: operations that only dress an answer: a grader must give the dressed gold the gold's verdict
-DRESSING = ("upper", "lower", "title", "punct", "accent", "homoglyph", "space")
+#: the operations before issue 41
+LEGACY_OPS = ("prefix", "suffix", "list_gold", "list_other", "hedge", "negate", "upper", "lower", "title", "punct",
+              "accent", "homoglyph", "question", "translate", "repeat", "space", "garble")
+#: issue 41's operations (module docstring)
+NEW_OPS = ("invisible", "linesep", "punct_only", "numpunct", "pad", "echo", "scatter", "entity_swap", "number_swap",
+           "list_bare")
+OPS = LEGACY_OPS + NEW_OPS
+#: operations that only dress an answer: a grader must give the dressed gold the gold's verdict (``invisible``
+#: is one of them)
+DRESSING = ("upper", "lower", "title", "punct", "accent", "homoglyph", "space", "invisible")
+#: operations that say the same thing in other words: the ``cover`` judge keeps the verdict, the strict rule not
+PARAPHRASING = ("scatter",)
+#: steps that keep the answer's claim (its candidate, neither negated nor listed beside another one): an
+#: agreement judge must read the result as the same answer, or a policy scatters its answers for free. Hedges
+#: keep the candidate too ("maybe Lyon" still names Lyon) and are in; ``echo`` keeps it unless it drops the
+#: answer (:func:`keeps_claim` reads the argument).
+KEEPS_CLAIM = DRESSING + PARAPHRASING + ("prefix", "suffix", "hedge", "question", "repeat", "pad", "echo")
+#: steps that write a near miss of the gold (one entity or number changed); they ignore the answer
+NEAR_MISS = ("entity_swap", "number_swap")
 
 
 def _accent_mark(s: str, k: int) -> str:
@@ -129,12 +182,141 @@ def _one_homoglyph(s: str, k: int) -> str:
     return s[:i] + CASE_STABLE_HOMOGLYPHS[s[i]] + s[i + 1:]
 
 
+_WORD = re.compile(r"[^\W\d_]+")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                 "sixteen seventeen eighteen nineteen twenty").split()
+_NUMBER_DELTAS = (1, 2, -1, 10, 100, -10, 5)
+
+
+def _sentence_initial(text: str, i: int) -> bool:
+    return not text[:i].strip() or text[:i].rstrip()[-1] in ".!?\n"
+
+
+def entity_swap(gold: str, k: int, question: str = "") -> str | None:
+    """The gold with one capitalised word (a name) replaced, wherever the gold says it, by a name of
+    :data:`ENTITIES` that matches no word of the gold or the question; ``k`` picks the word and the name. A
+    sentence's first word, a list item's first word ("2 Car alarm"), stop words ("The", "It") and words the gold
+    also writes in lower case ("Peace" beside "peace") are no names, except in a gold of one or two words
+    ("Paris"); nor is a word of the question (a gold that echoes "Mona Lisa" for "who painted the mona lisa"
+    answers with "Leonardo": changing the echo changes no answer). None when the gold has no such word.
+
+    >>> entity_swap("The capital of France is Paris.", 1), entity_swap("Barack Obama", 0), entity_swap("yes", 0)
+    ('The capital of France is Berlin.', 'London Obama', None)
+    """
+    from semcal_eval.qa import cover
+
+    words = list(_WORD.finditer(gold))
+    short = len(words) <= 2
+    asked = cover.content(question or "")
+    lower = {cover.content(m.group())[0] for m in words if not m.group()[0].isupper() and cover.content(m.group())}
+    spots = [m for m in words if m.group()[0].isupper() and cover.content(m.group())
+             and not set(cover.content(m.group())) & lower
+             and all(w not in cover.STOP_WORDS and not any(cover.words_match(w, x) for x in asked)
+                     for w in cover.content(m.group()))
+             and (short or not _sentence_initial(gold, m.start()))
+             and not re.search(r"(^|[.!?\n]\s*)\d+[.)]?\s*$", gold[: m.start()])]
+    if not spots:
+        return None
+    m = spots[k % len(spots)]
+    taken = cover.content(gold) + cover.content(question or "")
+    for j in range(len(ENTITIES)):
+        name = ENTITIES[(k + j) % len(ENTITIES)]
+        if not any(cover.words_match(w, x) for w in cover.content(name) for x in taken):
+            # every place the gold names it
+            return re.sub(rf"(?<![^\W\d_]){re.escape(m.group())}(?![^\W\d_])", name, gold)
+    return None
+
+
+def number_swap(gold: str, k: int, question: str = "") -> str | None:
+    """The gold with one number (digits, "1,945", "36.5", or a number word "four") changed to another one, at
+    every place the gold says it; ``k`` picks the number and the change. A number the question holds is left
+    alone. None when the gold holds no other number.
+
+    >>> number_swap("It ended in 1945.", 0), number_swap("It has four legs", 3), number_swap("Paris", 0)
+    ('It ended in 1946.', 'It has 9 legs', None)
+    """
+    spots = [(m.start(), m.end(), m.group()) for m in _NUMBER.finditer(gold)]
+    spots += [(m.start(), m.end(), m.group()) for m in _WORD.finditer(gold) if m.group().lower() in _NUMBER_WORDS]
+    if question:  # a number the question holds is an echo, not the answer
+        from semcal_eval.qa import cover
+
+        asked = set(cover.content(question))
+        spots = [sp for sp in spots if not set(cover.content(sp[2])) <= asked]
+    if not spots:
+        return None
+    spots.sort()
+
+    def value(t: str) -> tuple[float, int]:
+        if t[0].isdigit():
+            digits = t.replace(",", "")
+            places = len(digits.split(".")[1]) if "." in digits else 0
+            return (float(digits) if places else int(digits)), places
+        return _NUMBER_WORDS.index(t.lower()), 0
+
+    v, places = value(spots[k % len(spots)][2])
+    old = f"{v:.{places}f}"
+    for j in range(len(_NUMBER_DELTAS)):  # a change whose digits do not hold the old number ("1" → "101"
+        delta = _NUMBER_DELTAS[(k + j) % len(_NUMBER_DELTAS)]  # reads "1,01" once a comma is put inside)
+        text = f"{v + delta:.{places}f}"
+        if v + delta >= 0 and old not in text:
+            break
+    else:
+        text = f"{v + 2:.{places}f}"
+    for lo, hi, t in sorted(spots, reverse=True):  # every place the gold says this number ("each one ... one")
+        if value(t)[0] == v:
+            gold = gold[:lo] + text + gold[hi:]
+    return gold
+
+
+def _numpunct(answer: str, k: int) -> str:
+    runs = [m for m in re.finditer(r"\d{2,}", answer)]
+    if not runs:
+        return answer
+    m = runs[k % len(runs)]
+    run = m.group()
+    pos = 1 + (k // len(NUMBER_PUNCT)) % (len(run) - 1)
+    mark = NUMBER_PUNCT[k % len(NUMBER_PUNCT)]
+    return answer[: m.start()] + run[:pos] + mark + run[pos:] + answer[m.end():]
+
+
 def apply(op: str, k: int, answer: str, gold: str, question: str) -> str:
     """One step: operation ``op`` with integer argument ``k`` (which table entry, which letter, which order).
 
     >>> apply("list_gold", 1, "Lyon", "Paris", "Q?"), apply("negate", 5, "Paris", "Paris", "Q?")
     ('Paris or Lyon', 'not Paris')
+    >>> apply("invisible", 1, "Lyon", "", ""), apply("linesep", 0, "Lyon", "", ""), apply("numpunct", 5, "1945", "", "")
+    ('Ly\\u200con', 'Lyon\\u2028London', '19/45')
+    >>> apply("scatter", 4, "Lyon", "", ""), apply("pad", 1, "Lyon", "", ""), apply("echo", 1, "Lyon", "", "Where?")
+    ('Lyon, I think', 'Lyon morning velvet', 'Where? Lyon')
     """
+    if op == "invisible":
+        pos = (k * 37) % (len(answer) + 1)
+        return answer[:pos] + INVISIBLES[k % len(INVISIBLES)] + answer[pos:]
+    if op == "linesep":
+        sep, other = LINE_SEPARATORS[k % len(LINE_SEPARATORS)], OTHERS[(k // len(LINE_SEPARATORS)) % len(OTHERS)]
+        return sep.join((answer, other) if (k // 3) % 2 == 0 else (other, answer))
+    if op == "list_bare":  # the gold (k even) or another answer beside the answer, with no list mark
+        sep = BARE_SEPARATORS[k % len(BARE_SEPARATORS)]
+        item = gold if k % 2 == 0 else OTHERS[(k // 2) % len(OTHERS)]
+        parts = (answer, item) if (k // len(BARE_SEPARATORS)) % 2 == 0 else (item, answer)
+        return sep.join(parts) + (")" if sep == " (" else "")
+    if op == "punct_only":
+        return PUNCT_ONLY[k % len(PUNCT_ONLY)]
+    if op == "numpunct":
+        return _numpunct(answer, k)
+    if op == "pad":
+        return " ".join([answer] + [WORDS[(k * 7 + i * 11) % len(WORDS)] for i in range(1 + k % 6)])
+    if op == "echo":
+        return (question, f"{question} {answer}", f"{answer}. {question}")[k % 3]
+    if op == "scatter":
+        return SCATTER[k % len(SCATTER)].format(a=answer, A=answer.upper())
+    if op == "entity_swap":
+        out = entity_swap(gold, k, question)
+        return answer if out is None else out
+    if op == "number_swap":
+        out = number_swap(gold, k, question)
+        return answer if out is None else out
     if op == "prefix":
         return f"{PREFIXES[k % len(PREFIXES)]} {answer}"
     if op == "suffix":
@@ -152,8 +334,9 @@ def apply(op: str, k: int, answer: str, gold: str, question: str) -> str:
         return answer.upper()
     if op == "lower":
         return answer.lower()
-    if op == "title":
-        return answer.title()
+    if op == "title":  # each whitespace-separated word capitalised (str.title would capitalise after an
+        # invisible character or an apostrophe: "Pa\u200dRis", "It'S")
+        return re.sub(r"\S+", lambda m: m.group()[:1].upper() + m.group()[1:].lower(), answer)
     if op == "punct":
         return ("\"", "'", "«", "(", "")[k % 5] + answer + (".", "!", "?", ")", "»", "。")[k % 6]
     if op == "accent":
@@ -198,6 +381,12 @@ def random_attack(rng: np.random.Generator, max_steps: int = 3, ops: tuple[str, 
 def adds_content(program) -> bool:
     """True iff the program holds a step that adds or changes content (not only dressing)."""
     return any(op not in DRESSING for op, _ in program)
+
+
+def keeps_claim(program) -> bool:
+    """True iff every step keeps the answer's claim (:data:`KEEPS_CLAIM`; ``echo`` only where it keeps the
+    answer, ``k % 3 != 0``): an agreement judge must read the result as the answer it started from."""
+    return all(op in KEEPS_CLAIM and not (op == "echo" and k % 3 == 0) for op, k in program)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -310,8 +499,42 @@ def _rules() -> list[Trick]:
     ]
 
 
+def _k(rng: np.random.Generator) -> int:
+    return int(rng.integers(60))
+
+
+def _judge_rules() -> list[Trick]:
+    """Issue 41's named tricks: each is its program step with ``k`` drawn from ``rng``."""
+    def step(op):
+        return lambda a, g, q, rng: apply(op, _k(rng), a, g, q)
+
+    return [
+        Trick("invisible", "dressing", step("invisible"),
+              "a zero-width space, joiner, BOM, soft hyphen or word joiner"),
+        Trick("scatter", "paraphrase", step("scatter"), '"It\'s Lyon", "Lyon, I think", "I believe it is Lyon"'),
+        Trick("pad", "content", step("pad"), "1–6 junk words after the answer"),
+        Trick("echo", "content", lambda a, g, q, rng: apply("echo", 1 + 3 * int(rng.integers(20)), a, g, q),
+              "the question, then the answer"),
+        Trick("echo_only", "content", lambda a, g, q, rng: apply("echo", 0, a, g, q), "the question alone"),
+        Trick("linesep", "content", step("linesep"), '"Lyon\u2028London": another answer after a line separator'),
+        Trick("punct_only", "content", step("punct_only"), 'punctuation only: "...", "?", "—"'),
+        Trick("list_bare", "gold", lambda a, g, q, rng: apply("list_bare", 2 * int(rng.integers(30)), a, g, q),
+              '"Lyon Paris", "Lyon. Paris": the gold beside the answer, no list mark'),
+        Trick("numpunct", "content", step("numpunct"), '"19/45", "19-45", "194.5" (numbers only)'),
+        Trick("entity_swap", "near_miss", step("entity_swap"), "the gold with one name changed"),
+        Trick("number_swap", "near_miss", step("number_swap"), "the gold with one number changed"),
+    ]
+
+
 #: name → :class:`Trick`
 GRAMMAR: dict[str, Trick] = {t.name: t for t in _rules()}
+#: issue 41's named tricks (kinds ``dressing``: the gold keeps its verdict and agrees with itself;
+#: ``paraphrase``: the same claim in other words, read alike by the ``cover`` judge; ``content``: pad and echo
+#: keep the claim, linesep, punct_only and numpunct change it; ``near_miss``: a wrong answer written from the
+#: gold, which needs ``gold=``). Apart from :data:`GRAMMAR`, whose kinds' claims are the strict rule's.
+JUDGE_TRICKS: dict[str, Trick] = {t.name: t for t in _judge_rules()}
+#: every named trick
+ALL_TRICKS: dict[str, Trick] = {**GRAMMAR, **JUDGE_TRICKS}
 SURFACE = tuple(n for n, t in GRAMMAR.items() if t.kind == "surface")
 CONTENT = tuple(n for n, t in GRAMMAR.items() if t.kind == "content")
 GOLD = tuple(n for n, t in GRAMMAR.items() if t.kind == "gold")
@@ -322,12 +545,13 @@ ADVERSARIES: dict[str, Callable[[str, str, np.random.Generator], str]] = {
 
 
 def transform(name: str, answer: str, question: str, rng: np.random.Generator, gold: str = "") -> str:
-    """Apply trick ``name`` of :data:`GRAMMAR` to one answer (``gold`` for the ``gold`` kind)."""
+    """Apply trick ``name`` of :data:`GRAMMAR` or :data:`JUDGE_TRICKS` to one answer (``gold`` for the ``gold`` and
+    ``near_miss`` kinds)."""
     if name == "gold_chatter":  # the name before the grammar
         name = "chatter"
-    if name not in GRAMMAR:
-        raise ValueError(f"unknown trick {name!r}; choose one of {', '.join(GRAMMAR)}")
-    t = GRAMMAR[name]
-    if t.kind == "gold" and not gold:
+    if name not in ALL_TRICKS:
+        raise ValueError(f"unknown trick {name!r}; choose one of {', '.join(ALL_TRICKS)}")
+    t = ALL_TRICKS[name]
+    if t.kind in ("gold", "near_miss") and not gold:
         raise ValueError(f"trick {name!r} mentions the gold: pass gold=...")
     return t(answer, gold, question, rng)

@@ -120,13 +120,12 @@ def test_aliases_revisions_and_path_spellings_resolve_to_one_weights_key(tmp_pat
                      f"{folder},revision=r1", f"{folder},revision=r2", f"{folder},revision=main"):
         pretrained, _ = spotcheck.claimed_model(f"pretrained={spelling},dtype=float32")
         keys.add(identity.weights_key(pretrained))
-    assert len(keys) == 1 and next(iter(keys)).startswith("weights-sha256:")
+    assert len(keys) == 1 and next(iter(keys)).startswith("tensors-sha256:")  # issue 43: a hash of the tensors
     other = _model_folder(tmp_path / "other", b"weights" * 999 + b"X" * 7)
     assert identity.weights_key(str(other)) not in keys
-    # a catalogue model: the pinned GGUF hash, whatever the spelling
-    from semcal_eval.models import CATALOGUE
-
-    assert identity.weights_key("semcal:smollm2-135m") == "gguf-sha256:" + CATALOGUE["smollm2-135m"].sha256
+    # a catalogue model: the tensors of the board's install (issue 43: so a symlink or copy of its folder is the
+    # same weights), whatever the spelling
+    assert identity.weights_key("semcal:smollm2-135m") == identity.known_weights("smollm2-135m")
 
 
 def test_rejected_attempts_are_capped_per_weights_whatever_the_alias(env, capsys, monkeypatch, tmp_path):
@@ -152,7 +151,7 @@ def test_rejected_attempts_are_capped_per_weights_whatever_the_alias(env, capsys
     assert len(calls) == 3
     con = DB.connect(env["db"])
     atts = attempts_store.attempts(con)
-    assert len(atts) == 3 and len({a["weights"] for a in atts}) == 1 and atts[0]["weights"].startswith("weights-")
+    assert len(atts) == 3 and len({a["weights"] for a in atts}) == 1 and atts[0]["weights"].startswith("tensors-")
     # the operator clears the cap; the attempts stay recorded
     assert cli.main(["attempts", "--clear", atts[0]["weights"]]) == 0
     assert attempts_store.rejected_attempts(con, atts[0]["weights"], "anonymous") == 0 and len(attempts_store.attempts(con)) == 3

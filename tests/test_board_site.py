@@ -258,7 +258,7 @@ def test_tier_shown_everywhere_and_verified_ranks(board, tmp_path):
     assert by["verified-mid"]["ece_rank_verified"] in ("1", "2")
     md = (site / "leaderboard.md").read_text()
     head, _, tail = md.partition("## Self-reported entries")
-    assert "self-best" not in head and "| self-best | base | constrained | self-reported, unverified |" in tail
+    assert "self-best" not in head and "| self-best | anonymous | base | constrained | self-reported, unverified |" in tail
     assert "## Overall, verified entries only" in md
 
 

@@ -54,6 +54,27 @@ def _rank_cell(r: dict, col: str) -> str:
             f"data-verified=\"{_num_attr(rv)}\">{'' if rk is None else rk}</td>")
 
 
+def submitter_of(r: dict) -> str:
+    """Who an entry belongs to, as the site shows it: the submitter its token named, ``anonymous`` without one,
+    ``board`` for the board's own runs and reference rows."""
+    if r.get("is_reference"):
+        return "board"
+    return str(r.get("submitter") or "anonymous")
+
+
+def board_named(r: dict) -> bool:
+    """Whether the entry's model name is the board's: a catalogue model whose weights the board matched
+    (model id ``semcal:NAME``, :func:`leaderboards.identity.model_identity`); any other name is the submitter's."""
+    return str(r.get("model_id") or "").startswith("semcal:")
+
+
+def _submitter_cell(r: dict) -> str:
+    who = submitter_of(r)
+    mine = r.get("is_reference") or board_named(r) or who == "board"  # the board's name, or its own run
+    whose = "" if mine else "<span class=\"whose\">model named by the submitter</span>"
+    return f"<td class=\"submitter\" data-v=\"{e(who)}\">{e(who)}{whose}</td>"
+
+
 def _row_cells(r: dict, prefix: str = "", doc_set: bool = False) -> str:
     b = r["board"]
     # a reference predictor uses no model: say so instead of repeating the submitter's model name
@@ -62,6 +83,7 @@ def _row_cells(r: dict, prefix: str = "", doc_set: bool = False) -> str:
         f"<td data-v=\"{e(r['task'])}\">{e(r['task'])}</td>",
         f"<td data-v=\"{e(model)}\"><a href=\"{prefix}entries/{entry_slug(r['content_hash'], r['task'])}.html\">"
         f"{e(model)}</a></td>",
+        _submitter_cell(r),
         _tier_cell(r),
         f"<td data-v=\"{e(method)}\">{e(method)}</td>",
         f"<td data-v=\"{e(r['filter'])}\">{e(r['filter'])}</td>",
@@ -84,8 +106,8 @@ def _row_cells(r: dict, prefix: str = "", doc_set: bool = False) -> str:
 
 
 def _header(doc_set: bool = False) -> str:
-    heads = [("task", "Task", "str"), ("model", "Model", "str"), ("tier", "Tier", "str"),
-             ("method", "Method", "str"), ("filter", "Scoring", "str"), ("n", "Docs", "num")]
+    heads = [("task", "Task", "str"), ("model", "Model", "str"), ("submitter", "Submitter", "str"),
+             ("tier", "Tier", "str"), ("method", "Method", "str"), ("filter", "Scoring", "str"), ("n", "Docs", "num")]
     if doc_set:
         heads.append(("doc_set", "Doc set", "str"))
     for col in COLUMNS:
@@ -109,7 +131,8 @@ def _tr(r: dict, doc_set: bool = False) -> str:
 
 def _overall_rows(groups: list[dict]) -> str:
     return "\n".join(
-        f"<tr><td>{i}</td><td>{e(g['model_name'])}</td><td>{e(', '.join(TIER_LABEL[t] for t in g['tiers']))}</td>"
+        f"<tr><td>{i}</td><td>{e(g['model_name'])}</td><td>{e(g.get('submitter') or 'anonymous')}</td>"
+        f"<td>{e(', '.join(TIER_LABEL[t] for t in g['tiers']))}</td>"
         f"<td>{e(g['method'])}</td><td>{e(g['filter'])}</td>"
         f"<td class=\"num\">{g['n_tasks']}</td><td class=\"num\">{g['mean_brier_rank']:.2f}</td>"
         f"<td class=\"num\">{g['mean_ece_rank']:.2f}</td>"
@@ -117,8 +140,8 @@ def _overall_rows(groups: list[dict]) -> str:
         for i, g in enumerate(groups, 1)
     )
 
-_OVERALL_HEAD = ("<thead><tr><th>#</th><th>Model</th><th>Tier</th><th>Method</th><th>Scoring</th><th>Tasks</th>"
-                 "<th>Mean Brier rank</th><th>Mean ECE rank</th><th>Beats prior on all</th><th>Degenerate</th>"
+_OVERALL_HEAD = ("<thead><tr><th>#</th><th>Model</th><th>Submitter</th><th>Tier</th><th>Method</th><th>Scoring</th>"
+                 "<th>Tasks</th><th>Mean Brier rank</th><th>Mean ECE rank</th><th>Beats prior on all</th><th>Degenerate</th>"
                  "</tr></thead>")
 
 
@@ -155,35 +178,35 @@ Generated {e(generated)}. Exports: <a href="leaderboard.csv">CSV</a>, <a href="l
 <span id="count"></span>
 </section>
 <h2 id="full-split">Full evaluation split</h2>
-<table id="board" class="sortable"><thead><tr>{_header()}</tr></thead>
+<div class="scroll"><table id="board" class="sortable"><thead><tr>{_header(doc_set=True)}</tr></thead>
 <tbody>
-{chr(10).join(_tr(r) for r in full)}
-</tbody></table>{_empty(full, "No entries on a full evaluation split yet.")}
+{chr(10).join(_tr(r, doc_set=True) for r in full)}
+</tbody></table></div>{_empty(full, "No entries on a full evaluation split yet.")}
 <h2 id="overall">Overall (mean per-task rank, full-split verified and spot-checked entries)</h2>
 <p>Grouped by entry identity (model from the run's model_args, revision, method, submitter) and scoring; sorted by
 mean Brier rank, then mean ECE rank. Self-reported entries are never ranked here.</p>
-<table id="overall-table">{_OVERALL_HEAD}
+<div class="scroll"><table id="overall-table">{_OVERALL_HEAD}
 <tbody>
 {_overall_rows(groups)}
 </tbody></table>
 <table id="overall-verified" hidden>{_OVERALL_HEAD}
 <tbody>
 {_overall_rows(vgroups)}
-</tbody></table>
+</tbody></table></div>
 <h2 id="partial-runs">Partial runs (a limited set of documents; not ranked with full-split runs)</h2>
 <p>Ranks here are among runs of the same task on the very same documents (same "Doc set"), never across sets.</p>
-<table id="partial" class="sortable"><thead><tr>{_header(doc_set=True)}</tr></thead>
+<div class="scroll"><table id="partial" class="sortable"><thead><tr>{_header(doc_set=True)}</tr></thead>
 <tbody>
 {chr(10).join(_tr(r, doc_set=True) for r in partial)}
-</tbody></table>{_empty(partial, "No partial runs.")}
+</tbody></table></div>{_empty(partial, "No partial runs.")}
 <section id="self-reported-section" hidden>
 <h2 id="self-reported">Self-reported entries (unverified; ranked only among themselves)</h2>
 <p>Every number is recomputed from the submitted logs, but the probabilities were not re-scored with the model
 (or the submitter chose the spot-check seed). They are never ranked with verified or spot-checked entries.</p>
-<table id="self" class="sortable"><thead><tr>{_header(doc_set=True)}</tr></thead>
+<div class="scroll"><table id="self" class="sortable"><thead><tr>{_header(doc_set=True)}</tr></thead>
 <tbody>
 {chr(10).join(_tr(r, doc_set=True) for r in selfrep)}
-</tbody></table>{_empty(selfrep, "No self-reported entries.")}
+</tbody></table></div>{_empty(selfrep, "No self-reported entries.")}
 </section>"""
     return _page("semcal calibration leaderboard", body)
 
@@ -236,6 +259,9 @@ def _prov_html(r: dict) -> str:
     draws = sc.get("draws") if isinstance(sc.get("draws"), dict) else {}
     items = [
         ("model", f"{r.get('model_name', '')}" + (f" ({r['model_id']})" if r.get("model_id") else "")),
+        ("submitter", submitter_of(r)),
+        ("model name", "the board's: the catalogue model's weights, matched by their tensor hash" if board_named(r)
+         else "given by the submitter (not a catalogue model's weights the board matched)"),
         ("weights", sc.get("weights") or (f"revision {r['revision']}" if r.get("revision") else "")),
         ("dtype", sc.get("dtype") or settings.get("dtype") or cfg.get("model_dtype")),
         ("backend", sc.get("backend") or settings.get("backend") or cfg.get("model")),
@@ -299,7 +325,8 @@ def _entry_page(slug: str, rows: list[dict], pngs: dict[int, str]) -> str:
     r0 = rows[0]
     parts = [
         "<p><a href=\"../index.html\">&larr; leaderboard</a></p>",
-        f"<h1>{e(r0['model_name'])} <small>{e(r0['method'])} &middot; {e(r0['task'])}</small></h1>",
+        f"<h1>{e(r0['model_name'])} <small>{e(r0['method'])} &middot; {e(r0['task'])} &middot; submitted by "
+        f"{e(submitter_of(r0))}</small></h1>",
         _tier_html(r0),
         _coverage_html(r0),
         _stock_html(r0),

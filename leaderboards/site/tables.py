@@ -11,11 +11,12 @@ from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import CLASSIFICATION, CONFIDENCE
 
 from ..ranking import RANKED, TIERS, coverage_of, tier_of
+from .html import submitter_of
 from .rows import (_BOARD_FIELDS, _RANK_FIELDS, COLUMNS, TIER_LABEL, TIER_MEANING, _board_fields, _coverage,
                    _doc_set, _flags, _fmt, _label)
 
 # per column: value, CI bounds, rank (ranked columns)
-_EXPORT_FIELDS = ["task", "model_name", "method", "tier", "filter", "is_reference", "coverage", "split", "n_docs",
+_EXPORT_FIELDS = ["task", "model_name", "submitter", "method", "tier", "filter", "is_reference", "coverage", "split", "n_docs",
                   "n_split", "n_original", "limit", "doc_set_hash",
                   *[k for col in COLUMNS for k in _board_fields(col) + ([f"{col}_rank"] if col in RANKED else [])],
                   *[f"{col}_rank_verified" for col in RANKED],
@@ -44,6 +45,7 @@ def _flat(r: dict) -> dict:
                                "n_split", "n_original", "limit", "doc_set_hash", *_RANK_FIELDS, "beats_prior",
                                "prior_brier", "degenerate", "content_hash")}
     d["tier"], d["coverage"] = tier_of(r), coverage_of(r)
+    d["submitter"] = submitter_of(r)
     for k in _BOARD_FIELDS:
         d[k] = b.get(k)
     return d
@@ -96,7 +98,7 @@ _md_cell = md_escape
 
 
 def _md_table(rows: list[dict], doc_set: bool) -> list[str]:
-    heads = ["model", "method", "scoring", "tier", "docs"] + (["doc set"] if doc_set else [])
+    heads = ["model", "submitter", "method", "scoring", "tier", "docs"] + (["doc set"] if doc_set else [])
     for col in COLUMNS:
         heads += [_label(col)] + ([f"{_label(col)} rank"] if col in RANKED else [])
     heads.append("flags")
@@ -104,7 +106,8 @@ def _md_table(rows: list[dict], doc_set: bool) -> list[str]:
     for r in rows:
         b = r["board"]
         model, method = ("reference predictor", "-") if r["is_reference"] else (r["model_name"], r["method"])
-        cells = [md_escape(model), md_escape(method), md_escape(r["filter"]), md_escape(TIER_LABEL[tier_of(r)]),
+        cells = [md_escape(model), md_escape(submitter_of(r)), md_escape(method), md_escape(r["filter"]),
+                 md_escape(TIER_LABEL[tier_of(r)]),
                  md_escape(_coverage(r))] + ([md_escape(_doc_set(r))] if doc_set else [])
         for col in COLUMNS:
             cells.append(_fmt(b.get(col)))
@@ -116,11 +119,12 @@ def _md_table(rows: list[dict], doc_set: bool) -> list[str]:
 
 
 def _md_overall(title: str, groups: list[dict]) -> list[str]:
-    out = [f"## {title}", "", "| # | model | tier | method | scoring | tasks | mean Brier rank | mean ECE rank |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [f"## {title}", "", "| # | model | submitter | tier | method | scoring | tasks | mean Brier rank | "
+           "mean ECE rank |", "|---|---|---|---|---|---|---|---|---|"]
     for i, g in enumerate(groups, 1):
         tiers = ", ".join(TIER_LABEL[t] for t in g["tiers"])
-        out.append(f"| {i} | {md_escape(g['model_name'])} | {md_escape(tiers)} | {md_escape(g['method'])} | "
+        out.append(f"| {i} | {md_escape(g['model_name'])} | {md_escape(g.get('submitter') or 'anonymous')} | "
+                   f"{md_escape(tiers)} | {md_escape(g['method'])} | "
                    f"{md_escape(g['filter'])} | {g['n_tasks']} | {g['mean_brier_rank']:.2f} | "
                    f"{g['mean_ece_rank']:.2f} |")
     return out + [""]
@@ -133,7 +137,7 @@ def _markdown(full: list[dict], partial: list[dict], groups: list[dict], vgroups
            f"{T.ROLE_BINS[CONFIDENCE]} QA); rank by ECE and by Brier, only among runs on the same documents. "
            "Tiers: " + "; ".join(f"{TIER_LABEL[t]}: {TIER_MEANING[t]}" for t in TIERS) + ".", ""]
     for task in sorted({r["task"] for r in full}):
-        out += [f"## {md_escape(task)}: full split", ""] + _md_table([r for r in full if r["task"] == task], False)
+        out += [f"## {md_escape(task)}: full split", ""] + _md_table([r for r in full if r["task"] == task], True)
     out += _md_overall("Overall (full-split verified and spot-checked entries)", groups)
     out += _md_overall("Overall, verified entries only", vgroups)
     for task in sorted({r["task"] for r in partial}):

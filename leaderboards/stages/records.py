@@ -63,6 +63,7 @@ def read_task_rows(sp: Path, task: str, spec: TaskSpec, docs: TaskDocs, effectiv
         check_document(r, doc_id, docs, task, at, hashes)
         holder, rec = record_of(r, at, f, reported[f])
         flt.kind = check_values(rec, f"{at} metric {holder}", flt.kind)
+        rec = canonical_record(rec, f"{at} metric {holder}", flt.kind)
         if flt.kind == CLASSIFICATION:
             check_labels(rec, doc_id, f, docs, at)
         flt.records[doc_id] = rec
@@ -173,6 +174,81 @@ def check_values(rec: dict, where: str, kind_so_far: str) -> str:
         raise SubmissionError(f"{where}: a {kind_so_far} record was expected (the first row's kind), "
                               "records of one filter must be one kind")
     return kind
+
+
+#: The fields of a per-document record and how each is written canonically (:func:`canonical_record`):
+#: "float" a number (int or float in the file) as a float64, "int" an integer (an integral float accepted),
+#: "bool", "str", "gold" an index or a list of indices; a trailing "?" also allows null.
+_CLS_FIELDS = {"probs": "floats", "gold": "gold?", "soft": "float?", "temperature": "float", "at_bound": "bool",
+               "tuned_tau": "float", "tuned_top_k": "int", "tuned_embedding": "str", "tuned_on": "str",
+               "tuned_n": "int?", "tuned_guard": "bool?", "tuned_fold": "int?"}
+_CONF_FIELDS = {"conf": "float", "correct": "int", "em": "int", "conf_parsed": "int", "conf_entropy": "float"}
+
+
+def canonical_record(rec: dict, where: str, kind: str) -> dict:
+    """The record as the board hashes and stores it: only the fields semcal writes (an unknown key is refused,
+    naming it), every number in one spelling (``1``, ``1.0``, ``1e0`` and ``-0.0``/``0.0`` are one value:
+    floats as float64, integers as int), an absent ``gold`` / ``soft`` written as null, keys sorted by the
+    hash. So the predictions
+    hash, and with it the spot-check draw, changes only when the scored numbers do: an extra key or a respelt
+    number no longer buys a fresh draw (issue 43). A bool where a number belongs (JSON ``true`` as a
+    probability) is refused."""
+    fields = _CLS_FIELDS if kind == CLASSIFICATION else _CONF_FIELDS
+    unknown = sorted(str(k) for k in rec if k not in fields)
+    if unknown:
+        raise SubmissionError(
+            f"{where}: unknown record field(s) {', '.join(repr(k[:40]) for k in unknown[:5])}; a {kind} record "
+            f"holds only {', '.join(fields)}; submit lm-eval's unedited samples file")
+    # an absent gold / soft and a null one mean the same: both written as null
+    out = {"gold": None, "soft": None} if kind == CLASSIFICATION else {}
+    for k, v in rec.items():
+        spec = fields[k]
+        if spec.endswith("?") and v is None:
+            out[k] = None
+            continue
+        out[k] = _canonical_value(v, spec.rstrip("?"), f"{where}: field {k}")
+    return out
+
+
+def _canonical_value(v, spec: str, where: str):
+    """One field's value in its canonical spelling (see :func:`canonical_record`); SubmissionError otherwise."""
+    def num(x, integral: bool):
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise SubmissionError(f"{where} is {str(x)[:40]!r}, not a number; submit lm-eval's unedited log")
+        if integral:
+            if isinstance(x, float) and not x.is_integer():
+                raise SubmissionError(f"{where} is {x!r}, not a whole number")
+            return int(x)
+        return float(x) + 0.0  # + 0.0: -0.0 and 0.0 are one value, one spelling
+
+    if spec == "floats":
+        return [num(x, False) for x in v]  # check_record: a non-empty list
+    if spec == "float":
+        return num(v, False)
+    if spec == "int":
+        return num(v, True)
+    if spec == "gold":
+        return [num(x, True) for x in v] if isinstance(v, list) else num(v, True)
+    if spec == "bool":
+        if not isinstance(v, bool):
+            raise SubmissionError(f"{where} is {str(v)[:40]!r}, not true or false")
+        return v
+    if not isinstance(v, str):
+        raise SubmissionError(f"{where} is {str(v)[:40]!r}, not a text")
+    return v
+
+
+def check_logliks(row: dict, where: str) -> None:
+    """A stock ``multiple_choice`` row's ``filtered_resps``: each log-likelihood as lm-eval logs it, a number
+    written as text (``"-12.5"``) or a JSON number, never a bool (``float(True)`` is 1.0: a JSON ``true``
+    log-likelihood was accepted, issue 43). SubmissionError naming the row otherwise; the stock reader
+    (:func:`semcal_eval.calibrate.choice_logliks`) checks the rest."""
+    resps = row.get("filtered_resps")
+    for i, r in enumerate(resps if isinstance(resps, list) else []):
+        v = r[0] if isinstance(r, list) and r else None
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise SubmissionError(f"{where}: filtered_resps[{i}] holds log-likelihood {str(v)[:20]!r}, not a number; "
+                                  "submit lm-eval's unedited samples file")
 
 
 def bounded_numbers(rec, where: str) -> None:

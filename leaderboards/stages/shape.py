@@ -9,6 +9,7 @@ or short text for the text parameters), which the records and metrics stages com
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,35 @@ class Reported:
     def every(self) -> dict[str, dict]:
         """filter -> every reported metric of it (numbers and text), the names a samples row may log."""
         return {f: {**self.numbers.get(f, {}), **self.texts.get(f, {})} for f in {*self.numbers, *self.texts}}
+
+
+def check_no_links(output_dir) -> None:
+    """The files ``board submit`` reads (results and samples, and the run folder holding them) must lie in the
+    submitted folder itself: a symbolic link anywhere between the folder and a file, or a file that resolves
+    outside it, is refused before anything is read (issue 43: ``samples_*.jsonl -> /elsewhere/...`` made the
+    board read a file the submitter had pointed it at). Unreadable layouts are left to the run reader's errors."""
+    from semcal_eval.runs import RunError, find_results
+
+    given = Path(output_dir)
+    root = given if given.is_dir() else given.parent
+    try:
+        results = find_results(given)
+    except RunError:
+        return  # validate_run names the problem
+    run_dir = results.parent
+    files = [results, *sorted(run_dir.glob("results_*.json")), *sorted(run_dir.glob("samples_*.jsonl"))]
+    real_root = root.resolve()
+    for f in files:
+        cur = f
+        while cur != root and cur != cur.parent:
+            if cur.is_symlink():
+                raise SubmissionError(
+                    f"{cur}: a symbolic link (to {str(os.readlink(cur))[:120]}), not a regular file or folder of "
+                    "the submitted folder; copy the lm-eval output itself into the folder and submit that")
+            cur = cur.parent
+        if not f.resolve().is_relative_to(real_root):
+            raise SubmissionError(f"{f}: resolves outside the submitted folder {root}; submit a folder that holds "
+                                  "the lm-eval output itself")
 
 
 def obj(results: dict, key: str, where: str, *, required: bool = False) -> dict:

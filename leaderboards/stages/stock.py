@@ -6,12 +6,12 @@ A stock task logs no semcal record; what it logs per document is lm-eval's own: 
 ``target``, and the per-document ``acc`` / ``acc_norm``. The board reads these (:func:`read_stock_rows`, streamed,
 one row checked at a time), then:
 
-* **dataset** (registered config hash only): each row's ``doc_hash`` and ``target_hash`` are lm-eval's hashes of the
-  board's own document (:func:`~leaderboards.stages.dataset.check_document`), its choice texts are the document's
-  ``doc_to_choice``, and its gold is the board's (:class:`semcal_eval.data.gold.GoldReader`, the one gold reader);
-  the split's size and the coverage come from the board's documents
-  (:func:`~leaderboards.stages.dataset.check_counts`). Unregistered: the counts are taken as reported and the
-  rows' own hashes, choices and targets are used (``self-reported``);
+* **dataset** (a registered config only; the registration whose documents the rows are): each row's ``doc_hash`` and
+  ``target_hash`` are lm-eval's hashes of the board's own document
+  (:func:`~leaderboards.stages.dataset.check_document`), its choice texts are the document's ``doc_to_choice``, and
+  its gold is the board's (:class:`semcal_eval.data.gold.GoldReader`, the one gold reader); the split's size and the
+  coverage come from the board's documents (:func:`~leaderboards.stages.dataset.check_counts`). Unregistered: the
+  counts are taken as reported and the rows' own hashes, choices and targets are used (``self-reported``);
 * **metrics**: each row's logged ``acc`` / ``acc_norm`` is recomputed from its log-likelihoods
   (:func:`semcal_eval.calibrate.lm_eval_correct`), and so is each reported aggregate (their mean); other metrics
   lm-eval reports are listed as not recomputed and not stored;
@@ -38,7 +38,7 @@ from ..errors import SubmissionError
 from ..registry import TaskSpec, normalise_version
 from .dataset import Coverage, check_counts, check_document
 from .metrics import ATOL, RTOL, same
-from .records import FilterRows, next_line, no_trailing_blank_lines, row_key
+from .records import FilterRows, check_logliks, next_line, no_trailing_blank_lines, row_key
 from .shape import RunShape, reported_metrics
 
 __all__ = ["RECOMPUTED", "StockRows", "stock_rows"]
@@ -65,6 +65,7 @@ class StockRows:
     reported: dict[str, dict[str, float]] = field(default_factory=dict)  # row -> {lm-eval metric: reported}
     notes: list[str] = field(default_factory=list)
     not_recomputed: list[str] = field(default_factory=list)
+    logged_hash: str = ""  # the hash of the config the run logged (config_hash: its registration's, if any)
 
     def spec(self) -> TaskSpec:
         """A :class:`~leaderboards.registry.TaskSpec` for the board's entries of this task."""
@@ -73,7 +74,8 @@ class StockRows:
 
     def verification(self) -> dict:
         """What the board says of this task in the submission's verification record."""
-        out = {"task": self.name, "config_hash": self.config_hash, "registered": self.registered is not None,
+        out = {"task": self.name, "config_hash": self.config_hash, "logged_config_hash": self.logged_hash,
+               "registered": self.registered is not None,
                "recomputed": sorted({m for r in self.reported.values() for m in r}), "notes": self.notes}
         if self.not_recomputed:
             out["not_recomputed"] = self.not_recomputed
@@ -82,11 +84,32 @@ class StockRows:
 
 def stock_rows(task: str, shape: RunShape, sp: Path, limit, registry: dict[str, stock.StockTask]) -> StockRows:
     """Stages 3-5 for the stock task ``task`` of the run (see the module docstring); ``registry``: the board's
-    registered stock tasks by config hash."""
+    registered stock tasks by registration hash. A run is checked against each registration of its logged config
+    (:func:`leaderboards.stock.candidates`, oldest first) and belongs to the first whose documents, targets and
+    choices its rows are; its entries are keyed by that registration, so runs on relabelled data (another
+    registration) never share a table with runs on the original."""
     rp = str(shape.results_path)
     chash = shape.stock[task]
+    regs = stock.candidates(registry, chash)
+    if not regs:
+        return _stock_rows(task, shape, sp, limit, chash, None)
+    errors = []
+    for reg in regs:  # versions of one logged config (other data or code): the one whose documents these rows are
+        try:
+            return _stock_rows(task, shape, sp, limit, chash, reg)
+        except SubmissionError as e:
+            errors.append((reg, e))
+    if len(errors) == 1:
+        raise errors[0][1]
+    keys = ", ".join(stock.entry_task(r.task, r.config_hash) for r, _ in errors)
+    raise SubmissionError(f"{rp}: {task}: the rows match none of the {len(errors)} registered versions of this "
+                          f"config ({keys}); against the first: {errors[0][1]}")
+
+
+def _stock_rows(task: str, shape: RunShape, sp: Path, limit, chash: str, reg) -> StockRows:
+    """:func:`stock_rows` against one registration ``reg`` (None: unregistered)."""
+    rp = str(shape.results_path)
     cfg = shape.configs[task]
-    reg = registry.get(chash)
     metrics = {m["metric"]: None for m in cfg.get("metric_list") or []
                if isinstance(m, dict) and isinstance(m.get("metric"), str)}
     spec = TaskSpec(name=task, version=normalise_version(shape.versions.get(task)), yaml_path=Path(), metrics=metrics)
@@ -106,8 +129,9 @@ def stock_rows(task: str, shape: RunShape, sp: Path, limit, registry: dict[str, 
     delimiter, mutual_info = calibrate.choice_settings(cfg)
     lls, choices, golds, hashes, correct = _read(sp, task, spec, f, numbers, cov.effective, docs, delimiter,
                                                  mutual_info)
-    out = StockRows(name=task, key=stock.entry_task(task, chash), config_hash=chash, registered=reg,
-                    version=spec.version, cov=cov, doc_set_hash=_doc_set_hash(chash, hashes))
+    key = reg.config_hash if reg is not None else chash  # a registered run: its registration's data and code
+    out = StockRows(name=task, key=stock.entry_task(task, key), config_hash=key, registered=reg,
+                    version=spec.version, cov=cov, doc_set_hash=_doc_set_hash(key, hashes), logged_hash=chash)
     for metric, row in RECOMPUTED.items():
         if metric not in numbers:
             continue
@@ -142,6 +166,7 @@ def _read(sp: Path, task: str, spec: TaskSpec, f: str, numbers: dict, effective:
         at = f"{sp}:{line}"
         doc_id, _, holder = row_key(r, at, task, spec, {f: numbers}, effective, flt)
         holder.records[doc_id], holder.lines[doc_id] = {}, line
+        check_logliks(r, at)  # a JSON true is no log-likelihood (float(True) is 1.0)
         try:
             ll, ch = calibrate.choice_logliks(r, delimiter, mutual_info)
         except ValueError as e:

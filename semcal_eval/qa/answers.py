@@ -57,13 +57,16 @@ _CONFUSABLE_TABLE = str.maketrans(CONFUSABLES)
 
 
 def fold(text: str) -> str:
-    """NFKC, confusable letters to Latin (:data:`CONFUSABLES`), diacritics dropped, case folded.
+    """NFKC, confusable letters to Latin (:data:`CONFUSABLES`), diacritics and invisible format characters
+    (Unicode Cf: zero-width space, BOM, soft hyphen, word joiner) dropped, case folded.
 
     >>> fold("Lÿon"), fold("Lуon"), fold("ＰＡＲＩＳ"), fold("𝖲molLM2"), fold("São Paulo")
     ('lyon', 'lyon', 'paris', 'smollm2', 'sao paulo')
     """
     s = unicodedata.normalize("NFKC", text or "").translate(_CONFUSABLE_TABLE)
-    s = "".join(ch for ch in unicodedata.normalize("NFKD", s) if not unicodedata.combining(ch))
+    # combining marks and invisible format characters (zero-width space/joiner, BOM, soft hyphen) drop out
+    s = "".join(ch for ch in unicodedata.normalize("NFKD", s)
+                if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf")
     return s.translate(_CONFUSABLE_TABLE).casefold()
 
 

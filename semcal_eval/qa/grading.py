@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .cover import STOP_WORDS, CoverError, check_text, clean, content, covers, is_empty, tokens
+from .cover import ALTERNATIVES, STOP_WORDS, CoverError, check_text, clean, content, covers, is_empty, tokens
 from .answers import EmptyGoldError, best_f1, fold, normalize_answer, rouge_l_f1
 
 __all__ = [
@@ -149,7 +149,9 @@ def grade_cover(answer: str, golds: str | Iterable[str], question: str = "") -> 
 
 
 def _question_words(question: str | None) -> list[str]:
-    return [w for w in content(question or "") if w not in STOP_WORDS]
+    """The question's content words, and its own "or"/"vs" (an alternative the question offers is no hedge)."""
+    words = content(question or "")
+    return [w for w in words if w not in STOP_WORDS or w in ALTERNATIVES]
 
 
 def agree(a: str, b: str, question: str = "") -> bool:
