@@ -258,7 +258,7 @@ def test_end_to_end_records_carry_conf_likelihood_token_logprobs_and_the_new_row
                           log_samples=True, random_seed=0, numpy_random_seed=0, torch_random_seed=0,
                           fewshot_random_seed=0, bootstrap_iters=0)
     every = out["samples"]["nq_open_semagree"]
-    assert {s["filter"] for s in every} == {"judge_f1", "sar", "num_sets_cc", "lexsim_stem"}
+    assert {s["filter"] for s in every} == {"judge_cover", "judge_f1", "sar", "num_sets_cc", "lexsim_stem"}
     assert all("prr" in s["metrics"] for s in every if s["filter"] == "sar")  # SAR has its evidence
     for s in (s for s in every if s["filter"] == "judge_f1"):
         rec = json.loads(s["filtered_resps"][1])
