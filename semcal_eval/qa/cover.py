@@ -45,6 +45,7 @@ there, per system and per answer length.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -182,20 +183,26 @@ def check_text(text, what: str) -> str:
     return text
 
 
-def tokens(text: str) -> list[Token]:
-    """The judge's reading of a text (module docstring): words, canonical numbers and separator marks.
+def tokens(text: str) -> tuple[Token, ...]:
+    """The judge's reading of a text (module docstring): words, canonical numbers and separator marks. Cached:
+    a group of K answers is read once per answer, not once per pair.
 
     >>> [t.text for t in tokens("On September 2nd, 1,945 — not 19/45")]
     ['on', 'sep', '2', ',', '1945', '-', 'not', '19', '/', '45']
     """
-    s = clean(check_text(text, "text"))
+    return _tokens(check_text(text, "text"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tokens(text: str) -> tuple[Token, ...]:
+    s = clean(text)
     s = re.sub(r"(?<=[a-z]{2})(?=[A-Z][a-z])", " ", s)  # words glued by a missing space: "onDecember"
     s = "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c)).translate(_CONFUSE)
     s = re.sub(r"(?<=\d),(?=\d{3}\b)", "", s)  # thousands: 1,945
     s = re.sub(r"(?<=[^\W\d_])['’`-](?=[^\W\d_])", "", s)  # non-partisan, isn't
     s = re.sub(r"(?<=[^\W\d_]{3})\d{1,2}\b", " ", s)  # a citation mark glued to a word: "episodes1"
     s = re.sub(r"(?<=\d)(?=[^\W\d_])|(?<=[^\W\d_])(?=\d)", " ", s)  # 6ft, 2nd
-    out: list[Token] = []
+    out: Sequence[Token] = []
     start = True  # at the start of a sentence: a capital says nothing
     for m in _TOKEN.finditer(s):
         raw = m.group()
@@ -221,7 +228,7 @@ def tokens(text: str) -> list[Token]:
         else:
             out.append(Token(t, "w", raw[0].isupper() and not start, raw[0].isupper()))
         start = False
-    return out
+    return tuple(out)
 
 
 def content(text: str) -> list[str]:
@@ -294,6 +301,11 @@ def _in(word: str, words: Sequence[str]) -> bool:
 
 
 def _read_gold(gold: str, question_words: Sequence[str], alone: bool = True) -> _Gold | None:
+    return _read_gold_cached(gold, tuple(question_words), alone)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_gold_cached(gold: str, question_words: tuple[str, ...], alone: bool) -> _Gold | None:
     toks = tokens(gold)
     words = [t.text for t in toks if t.kind != "sep"]
     if not words:
@@ -341,7 +353,7 @@ def _best_window(hits: list[tuple[int, int]], n_evidence: int, width: int) -> di
     return best
 
 
-def _item(toks: list[Token], start: int, step: int) -> list[str]:
+def _item(toks: Sequence[Token], start: int, step: int) -> list[str]:
     """The words of the list item that begins just past the separator at ``start`` (walking by ``step``)."""
     out, i = [], start + step
     while 0 <= i < len(toks):
@@ -353,7 +365,7 @@ def _item(toks: list[Token], start: int, step: int) -> list[str]:
     return out if step > 0 else out[::-1]
 
 
-def _explained(toks: list[Token], i: int, lo: int, hi: int, gold: _Gold, question_words: Sequence[str]) -> bool:
+def _explained(toks: Sequence[Token], i: int, lo: int, hi: int, gold: _Gold, question_words: Sequence[str]) -> bool:
     """Is answer word ``i`` one that claims nothing beside the gold: a stop word, title, chatter or lead-in word,
     a word of the gold or the question, a word inside the match ("Barack Hussein Obama"), a date's month and
     day next to the gold's year ("September 2, 1945")?"""
@@ -366,7 +378,7 @@ def _explained(toks: list[Token], i: int, lo: int, hi: int, gold: _Gold, questio
     return w in _MONTH_TOKENS or (w.isdigit() and int(w) <= 31 and any(t.text in _MONTH_TOKENS for t in near))
 
 
-def claims_alone(toks: list[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
+def claims_alone(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
                  alone: bool = True) -> bool:
     """No negation of the match at answer tokens ``lo..hi``, and (``alone``) no hedge, alternative or rival
     candidate around it."""
@@ -434,7 +446,7 @@ def claims_alone(toks: list[Token], lo: int, hi: int, gold: _Gold, question_word
     return True
 
 
-def _conflict(toks: list[Token], got: dict[int, int], gold: _Gold, question_words: Sequence[str]) -> bool:
+def _conflict(toks: Sequence[Token], got: dict[int, int], gold: _Gold, question_words: Sequence[str]) -> bool:
     """A missing gold word whose place, next to a matched neighbour, holds another content word."""
     ev = gold.evidence
     for j in range(len(ev)):
@@ -453,7 +465,7 @@ def _conflict(toks: list[Token], got: dict[int, int], gold: _Gold, question_word
     return False
 
 
-def covers(answer_tokens: list[Token], gold: str, question_words: Sequence[str], alone: bool = True) -> bool:
+def covers(answer_tokens: Sequence[Token], gold: str, question_words: Sequence[str], alone: bool = True) -> bool:
     """Does the answer (read by :func:`tokens`) cover ``gold`` without negating it, and (``alone``, the grader's
     reading) claim nothing beside it (module docstring)? ``alone=False`` is the agreement's reading: an answer
     padded, hedged or listed beside others still makes the claim it covers."""
