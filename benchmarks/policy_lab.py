@@ -1,4 +1,4 @@
-"""The policy lab's tables (docs/TRAINING.md, "The policy lab"): the shipped configs csr.yaml (the paper's reward),
+"""The policy lab's tables (benchmarks/results/policy_lab/README.md): the shipped configs csr.yaml (the paper's reward),
 csr_likelihood.yaml, csr_spread.yaml and rlvr.yaml trained by GRPO on a shared-parameter policy (the configs'
 generation batch of 32 completions = 32 / K prompts × K rollouts per step, 500 steps), with the trick forms of
 research/answer_grammar.py among the candidates; trained on 200 questions and scored on 200 held-out ones; the

@@ -1,4 +1,4 @@
-"""The reward lab's table (docs/TRAINING.md, "Choosing the reward: the reward lab").
+"""The reward lab's table (benchmarks/results/policy_lab/README.md, "The reward lab").
 
 Every design of ``research.reward_lab.DESIGNS`` trained by GRPO on a tabular policy (200 questions, K = 8,
 300 steps) for 5 seeds, mean ± sd over seeds; then the shipped methods (csr.yaml — the paper's reward —,

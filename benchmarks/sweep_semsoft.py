@@ -21,7 +21,7 @@ backend's own scoring functions, so the numbers are the ones ``lm_eval --tasks g
   intervals of the ECE ratio and of the macro-F1 / AUROC / NLL differences;
 * 95% bootstrap CIs (the metric table's; macro-F1 with the same resampling), per-class recall, a reliability
   diagram of constrained / semsoft / semsoft_tuned;
-* diagnostics for docs/SWEEP.md: K, the label embedding (first, mean, and the *input* embedding matrix, which
+* diagnostics for benchmarks/results/sweep_semsoft/README.md: K, the label embedding (first, mean, and the *input* embedding matrix, which
   differs from lm_head on untied models), fallback rates, the probability mass the model puts on the labels'
   first tokens, and the configuration each fold chose.
 """
@@ -316,7 +316,7 @@ def main() -> None:
     diag_cols = ["brier_mc", "nll", "macro_f1", "ece_uw15", "auroc_conf", "acc"] if not soft_task else ["soft_nll", "soft_ece",
                                                                                             "spearman", "auroc_class",
                                                                                             "soft_brier"]
-    # variants outside the tuning grid, tried and not adopted (docs/SWEEP.md): embeddings centred on the
+    # variants outside the tuning grid, tried and not adopted (benchmarks/results/sweep_semsoft/README.md): embeddings centred on the
     # vocabulary mean (removes the common direction that makes every cosine positive), a sharpening exponent
     # w = max(0, cos − τ)^γ (γ → ∞ is the constrained first-token baseline), label tokens anchored to their own
     # label, and a mixture with the baseline

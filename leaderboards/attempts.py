@@ -11,18 +11,18 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, timezone
 
+# the cap is a board setting: its default and the stored value are the settings' (leaderboards.db), re-exported here
+from .db import DEFAULT_MAX_ATTEMPTS, board_setting
 from .errors import SubmissionError
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "ATTEMPTS_SCHEMA", "max_attempts", "record_attempt", "attempts", "rejected_attempts",
            "clear_attempts", "check_attempt_cap", "start_attempt", "finish_attempt", "COUNTED"]
 
 #: Rejected spot checks allowed per (weights, submitter) before the board refuses further submissions of those
-#: weights from that submitter: stored in the board (meta ``max_attempts``) when it is created, changed only by
-#: the operator (``board config --max-attempts N``); ``$SEMCAL_BOARD_MAX_ATTEMPTS`` that disagrees is refused.
-#: Each submission gets a fresh, unpredictable draw (draw_tag), so over every attempt a forgery is missed with
-#: probability 1 - (1 - q)^MAX_ATTEMPTS at most (reach_probability; q = C(N-m, k)/C(N, k) <= MISS_PROB per
-#: attempt: <= 2.97 % for 3 attempts).
-DEFAULT_MAX_ATTEMPTS = 3
+#: weights from that submitter: :data:`leaderboards.db.DEFAULT_MAX_ATTEMPTS` (3) unless the operator set another
+#: (``board config --max-attempts N``). Each submission gets a fresh, unpredictable draw (draw_tag), so over every
+#: attempt a forgery is missed with probability 1 - (1 - q)^MAX_ATTEMPTS at most (reach_probability;
+#: q = C(N-m, k)/C(N, k) <= MISS_PROB per attempt: <= 2.97 % for 3 attempts).
 MAX_CAP = 1000
 #: Outcomes that count towards the cap: a rejection, an attempt interrupted after its draw was made, and an
 #: attempt still ``started`` (its process was killed, or it is running now): an attempt counts from the moment
@@ -44,8 +44,6 @@ def max_attempts(con: sqlite3.Connection | None = None) -> int:
     another value it is refused (:func:`leaderboards.db.board_setting`)."""
     if con is None:
         return DEFAULT_MAX_ATTEMPTS
-    from .db import board_setting
-
     return parse_cap(board_setting(con, "max_attempts"))
 
 

@@ -224,6 +224,9 @@ def connect(path: str | Path) -> sqlite3.Connection:
 #: (:func:`board_setting`): whoever runs ``board submit`` must not lift the cap or point the spot check at
 #: other weights (issue 43).
 SETTINGS = {"max_attempts": "SEMCAL_BOARD_MAX_ATTEMPTS", "model_cache": "SEMCAL_MODEL_CACHE"}
+#: the ``max_attempts`` setting of a new board: rejected spot checks allowed per (weights, submitter)
+#: (:mod:`leaderboards.attempts` enforces it; :func:`leaderboards.spotcheck.reach_probability` for what 3 buys)
+DEFAULT_MAX_ATTEMPTS = 3
 
 
 def _default_setting(key: str, created: bool = True) -> str:
@@ -231,8 +234,6 @@ def _default_setting(key: str, created: bool = True) -> str:
     board (``$SEMCAL_MODEL_CACHE``, XDG, ``~/.cache``), or, for a board from before issue 43 (``created``
     False), the default cache of the account that owns the process, read without any environment variable."""
     if key == "max_attempts":
-        from .attempts import DEFAULT_MAX_ATTEMPTS
-
         return str(DEFAULT_MAX_ATTEMPTS)
     if not created:
         import pwd

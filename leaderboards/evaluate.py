@@ -30,6 +30,8 @@ from pathlib import Path
 
 from . import stock
 from .errors import SubmissionError
+from .identity import NAME, PREFIXED, catalogue_entry
+from .processes import pid_alive
 
 __all__ = [
     "PINNED", "JOBS_SCHEMA", "MAX_ATTEMPTS", "ensure_jobs", "resolve_model", "default_split", "enqueue",
@@ -98,9 +100,9 @@ def resolve_model(model: str) -> tuple[str, str]:
     """
     from semcal_eval.models import CATALOGUE, PREFIX
 
-    name = model[len(PREFIX):] if model.startswith(PREFIX) else model
-    if name in CATALOGUE:
-        return PREFIX + name, CATALOGUE[name].hf_name
+    found = catalogue_entry(model)
+    if found is not None and found[1] in (PREFIXED, NAME):
+        return PREFIX + found[0].name, found[0].hf_name
     p = Path(model).expanduser()
     if p.is_dir():
         if not (p / "config.json").is_file():
@@ -160,14 +162,17 @@ def enqueue(con: sqlite3.Connection, model: str, tasks: list[str], limit: int | 
     tasks = [stock_tasks[t].task if t in stock_tasks else t for t in tasks]
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise SubmissionError(f"--limit {limit!r} must be a positive whole number of documents")
-    from semcal_eval.core.recalibration import MIN_FIT_DOCS
+    from semcal_eval.run_rows import MIN_TEMPERATURE_DOCS, temperature_skip_reason
     from semcal_eval.semsoft.task import semsoft_task_names
 
-    small = sorted(set(tasks) & semsoft_task_names()) if limit is not None and limit < 2 * MIN_FIT_DOCS else []
+    # the rows' rule: a run this short skips the cross-fitted rows (run_rows.temperature_skip_reason)
+    short = limit is not None and temperature_skip_reason(limit) is not None
+    small = sorted(set(tasks) & semsoft_task_names()) if short else []
     if small:
         # the task defaults (cross-fitted temperature rows) are part of the pinned settings, not switched off
+        need = MIN_TEMPERATURE_DOCS
         raise SubmissionError(f"--limit {limit} is too small for {', '.join(small)}: its cross-fitted rows need "
-                              f"at least {2 * MIN_FIT_DOCS} documents; pass --limit {2 * MIN_FIT_DOCS} or more")
+                              f"at least {need} documents; pass --limit {need} or more")
     pretrained, display = resolve_model(model)
     if device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
         raise SubmissionError(f"--device {device[:40]!r} must be cpu, mps, cuda or cuda:N")
@@ -185,16 +190,6 @@ def enqueue(con: sqlite3.Connection, model: str, tasks: list[str], limit: int | 
     return int(cur.lastrowid)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def recover_stale(con: sqlite3.Connection) -> list[int]:
     """Re-queue ``running`` jobs of this host whose worker process is gone; return their ids.
 
@@ -206,7 +201,7 @@ def recover_stale(con: sqlite3.Connection) -> list[int]:
     out = []
     for jid, worker, attempts in con.execute("SELECT id, worker, attempts FROM jobs WHERE state = 'running'").fetchall():
         w_host, _, w_pid = (worker or "").rpartition(":")
-        if w_host != host or not w_pid.isdigit() or _pid_alive(int(w_pid)):
+        if w_host != host or not w_pid.isdigit() or pid_alive(int(w_pid)):
             continue
         if attempts >= MAX_ATTEMPTS:
             con.execute("UPDATE jobs SET state = 'failed', finished_at = ?, error = ? WHERE id = ? AND state = 'running'",

@@ -21,8 +21,8 @@ import re
 import struct
 from pathlib import Path
 
-__all__ = ["parse_model_args", "model_identity", "weights_key", "known_weights", "claimed_entry", "tensor_key",
-           "WEIGHT_SUFFIXES", "UNVERIFIED", "TENSORS_PREFIX"]
+__all__ = ["parse_model_args", "model_identity", "weights_key", "known_weights", "catalogue_entry", "tensor_key",
+           "WEIGHT_SUFFIXES", "UNVERIFIED", "TENSORS_PREFIX", "PREFIXED", "NAME", "CACHE_FOLDER", "LOOKALIKE"]
 
 #: Suffix of a displayed name that claims a catalogue model whose weights the board could not match to it.
 UNVERIFIED = " (submitter's weights, unverified name)"
@@ -50,7 +50,7 @@ def parse_model_args(model_args) -> dict:
 def model_identity(model_args: str | dict | None) -> tuple[str, str, str]:
     """(model id, revision, display name) from a run's ``model_args``.
 
-    A claim of a catalogue model (:func:`claimed_entry`) whose weights are the catalogue's gives ``semcal:NAME``,
+    A claim of a catalogue model (:func:`catalogue_entry`) whose weights are the catalogue's gives ``semcal:NAME``,
     the revision ``<sha256[:12]>`` of its GGUF and the catalogue's Hugging Face name: ``semcal:NAME`` itself or its
     cache folder's path on another machine (the board loads its own install for both), or a folder on this machine
     whose :func:`weights_key` is the catalogue's :func:`known_weights`. Any other claim of a catalogue model
@@ -67,11 +67,12 @@ def model_identity(model_args: str | dict | None) -> tuple[str, str, str]:
     derived = claim[:200]
     if claim.startswith(("/", ".", "~")):  # a local folder: its last two components (run/checkpoint)
         derived = "/".join(claim.rstrip("/").split("/")[-2:])[:200] or claim[:200]
-    entry = claimed_entry(claim)
-    if entry is None:
+    found = catalogue_entry(claim)
+    if found is None:
         return claim[:200], rev, derived
+    entry, how = found
     here = _weights_of_claim(claim)
-    if claim == PREFIX + entry.name or (here is None and claim.rstrip("/").rsplit("/", 1)[-1] == entry.key):
+    if how == PREFIXED or (here is None and how == CACHE_FOLDER):
         # the board's own names for its install (semcal:NAME, or the cache folder <name>-<sha256[:12]> of another
         # machine): whatever re-scores them loads the board's install (spotcheck.claimed_model)
         verified = True
@@ -92,26 +93,38 @@ def _folds(s: str) -> set[str]:
     return {skeleton(skeleton(s).lower()), skeleton(s.lower())}
 
 
-def claimed_entry(claim: str):
-    """The catalogue entry a ``pretrained`` value claims to be, or None: ``semcal:NAME``; a path whose last
-    component is a cache folder ``<name>-<sha256[:12]>``; or a value whose whole text, last two or last path
-    component is (case-insensitively, or as a confusable look-alike) a catalogue model's Hugging Face name, the
-    last part of it, its catalogue name or its cache key (``HuggingFaceTB/SmolLM2-135M-Instruct``,
-    ``/x/HuggingFaceTB/SmoILM2-135M-Instruct``, ``~/models/smollm2-135m``)."""
+#: How :func:`catalogue_entry` found a name's entry, strictest first: ``semcal:NAME``; the catalogue name itself;
+#: a path whose last component is the cache folder ``<name>-<sha256[:12]>``; a look-alike of a catalogue name.
+PREFIXED, NAME, CACHE_FOLDER, LOOKALIKE = "semcal:NAME", "name", "cache folder", "look-alike"
+
+
+def catalogue_entry(claim: str):
+    """``(catalogue entry, how it was named)`` of a model name, or None when it names no catalogue model: the one
+    name → entry rule of the board (the site's identity, the spot check and ``board evaluate`` read it).
+
+    ``how`` is :data:`PREFIXED` for ``semcal:NAME`` (an unknown NAME is None); :data:`NAME` for a catalogue name;
+    :data:`CACHE_FOLDER` for a path whose last component is a cache folder ``<name>-<sha256[:12]>``;
+    :data:`LOOKALIKE` for a value whose whole text, last two or last path component is (case-insensitively, or as a
+    confusable look-alike) a catalogue model's Hugging Face name, the last part of it, its catalogue name or its
+    cache key (``HuggingFaceTB/SmolLM2-135M-Instruct``, ``/x/HuggingFaceTB/SmoILM2-135M-Instruct``,
+    ``~/models/smollm2-135m``). Only the first three are the catalogue's own names; a look-alike is a claim."""
     from semcal_eval.models import CATALOGUE, PREFIX
 
     if claim.startswith(PREFIX):
-        return CATALOGUE.get(claim[len(PREFIX):])
+        e = CATALOGUE.get(claim[len(PREFIX):])
+        return None if e is None else (e, PREFIXED)
+    if claim in CATALOGUE:
+        return CATALOGUE[claim], NAME
     parts = [p for p in re.split(r"[/\\]+", claim.strip()) if p not in ("", ".")]
     if not parts:
         return None
     for e in CATALOGUE.values():
         if parts[-1] == e.key:
-            return e
+            return e, CACHE_FOLDER
     spellings = set().union(*(_folds(x) for x in (claim.strip().rstrip("/"), "/".join(parts[-2:]), parts[-1])))
     for e in CATALOGUE.values():
         if spellings & set().union(*(_folds(x) for x in (e.hf_name, e.hf_name.rsplit("/", 1)[-1], e.name, e.key))):
-            return e
+            return e, LOOKALIKE
     return None
 
 

@@ -43,12 +43,15 @@ from collections import defaultdict
 
 import numpy as np
 
+from semcal_eval.core import metric_table as T
+
 from .tolerance import TOLERANCE
 
-#: The ranked board columns, main first: ECE (the main metric) and Brier (a proper score beside it).
+#: The ranked board columns (roles of the metric table, :data:`semcal_eval.core.metric_table.ROLES`), main
+#: first: ECE (the main metric), Brier (a proper score beside it) and PRR.
 RANKED = ("ece", "brier", "prr")
-#: ranked columns where higher is better (ranked by the negated value)
-RANKED_HIGHER = frozenset({"prr"})
+#: ranked columns where higher is better (ranked by the negated value): the direction of the role's metrics
+RANKED_HIGHER = frozenset(role for role in RANKED if T.ROLE_HIGHER_IS_BETTER[role])
 #: Verification tiers, most trusted first (set by the board at submit time, see docs/LEADERBOARD.md).
 TIERS = ("verified", "spot-checked", "self-reported")
 COVERAGES = ("full", "partial")
@@ -81,8 +84,8 @@ def rank_group(e: dict) -> tuple:
 
 #: Most classes of a classification task the Brier band allows for (the K·tol² term; GoEmotions has 28).
 MAX_CLASSES = 100
-#: ECE bins of the board's ECE column per record kind (semcal_eval.core.metric_table.ROLES: ece_uw15 / ece_uw10).
-ECE_BINS = {"classification": 15, "confidence": 10}
+#: ECE bins of the board's ECE column per record kind: the bins of each kind's ECE role (ece_uw15 / ece_uw10)
+ECE_BINS = T.ROLE_BINS
 
 
 def _prr_extreme(conf: np.ndarray, correct: np.ndarray, best: bool) -> float:
@@ -128,7 +131,8 @@ def tolerance_interval(e: dict, col: str) -> tuple[float, float]:
         band = TOLERANCE
         if have:
             c = np.asarray(conf, dtype=float)
-            edges = np.arange(1, ECE_BINS.get(e.get("kind"), 15)) / ECE_BINS.get(e.get("kind"), 15)
+            n_bins = ECE_BINS.get(e.get("kind"), ECE_BINS[T.CLASSIFICATION])
+            edges = np.arange(1, n_bins) / n_bins
             near = np.min(np.abs(c[:, None] - edges[None, :]), axis=1) <= TOLERANCE
             band += 2.0 * float(near.sum()) / len(c)
         return (v - band, v + band)

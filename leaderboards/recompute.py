@@ -47,9 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
+from semcal_eval import run_rows
 from semcal_eval.core import metric_table as T
-from semcal_eval.core.records import CLASSIFICATION, canonical, records_hash, to_arrays
-from semcal_eval.runs import find_results, locate_run, read_results
+from semcal_eval.core.records import CLASSIFICATION, canonical, records_hash
 
 from . import references
 from .errors import SubmissionError
@@ -122,23 +122,12 @@ def board_metrics(kind: str, items: list[dict], where: str) -> tuple[dict, np.nd
     and accuracy for both. ``<role>_ci_lo/_ci_hi``: the table's percentile bootstrap (every role but
     :data:`metric_table.BOARD_NO_CI_ROLES`); ``n_bins``: the headline ECE's bins (:data:`metric_table.ROLE_BINS`);
     the extras of :data:`metric_table.BOARD_EXTRAS` that apply (:func:`metric_table.board_metric_names`).
+    Computed by :func:`semcal_eval.run_rows.board_row_metrics`; a malformed record is a SubmissionError.
     """
-    roles = T.ROLES[kind]
-    names, ci_names = T.board_metric_names(kind)
     try:
-        a = to_arrays(items)
-        vals = T.compute_all(a, names, ci_names=ci_names)
+        return run_rows.board_row_metrics(kind, items)
     except (ValueError, TypeError, KeyError) as e:
         raise SubmissionError(f"{where}: {e}") from e
-    out: dict = {"n_bins": T.ROLE_BINS[kind]}
-    for role, m in roles.items():
-        out[role] = vals[m]
-        if f"{m}_ci_lo" in vals:
-            out[f"{role}_ci_lo"], out[f"{role}_ci_hi"] = vals[f"{m}_ci_lo"], vals[f"{m}_ci_hi"]
-    for extra in T.BOARD_EXTRAS:
-        if extra in vals and extra not in roles.values():
-            out[extra] = vals[extra]
-    return out, np.asarray(a.conf, dtype=np.float64), np.asarray(a.correct, dtype=np.float64)
 
 
 def degenerate_reason(conf: np.ndarray, n_bins: int) -> str:
@@ -200,9 +189,10 @@ def validate_run(output_dir: str | Path, tasks_dir: str | Path | None = None, *,
 def _validate_run(output_dir, tasks_dir, data_dir, stock_tasks) -> Submission:
     """Stages 1-5 over every task of the run; the board's rows built from what they return."""
     registry = load_registry(tasks_dir)
-    results_path = find_results(output_dir)
-    shape = check_shape(read_results(results_path), results_path, registry)  # 1. shape
-    run = locate_run(results_path, shape.tasks)
+    source = run_rows.open_run(output_dir)  # the run, read once by the library (semcal_eval.run_rows)
+    results_path = source.results_path
+    shape = check_shape(source.results, results_path, registry)  # 1. shape
+    samples = source.samples_paths(shape.tasks)
     prov = check_provenance(shape.results, shape.config, str(results_path))  # 2. provenance
     entries: list[Entry] = []
     splits: list[str] = []
@@ -210,10 +200,10 @@ def _validate_run(output_dir, tasks_dir, data_dir, stock_tasks) -> Submission:
     stock_checks: dict[str, dict] = {}
     for task in shape.tasks:
         if task in shape.stock:
-            task_entries, cov = _stock_entries(task, shape, run.samples_paths[task], prov.limit, stock_tasks,
+            task_entries, cov = _stock_entries(task, shape, samples[task], prov.limit, stock_tasks,
                                                stock_checks)
         else:
-            task_entries, cov = _task_entries(task, registry[task], shape, run.samples_paths[task], prov.limit,
+            task_entries, cov = _task_entries(task, registry[task], shape, samples[task], prov.limit,
                                               tasks_root(tasks_dir), data_dir)
         splits.append(cov.split)
         for e in task_entries:

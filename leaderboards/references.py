@@ -12,14 +12,12 @@ submitted reference rows.
 from __future__ import annotations
 
 from semcal_eval.core.records import classification_record
-from semcal_eval.core.references import reference_rows
-from semcal_eval.semsoft.rows import REFERENCES
+# KINDS: the reference predictors, named once (semcal_eval.core.references); the board computes every one of them
+from semcal_eval.core.references import KINDS, reference_rows
 
 from .dataset_check import TaskDocs
 
 __all__ = ["KINDS", "reference_records"]
-
-KINDS = REFERENCES  # the rows table's model-free rows (Contract 3: reference predictors are filters)
 
 
 def reference_records(docs: TaskDocs, doc_ids: list[int]) -> dict[str, list[dict]]:

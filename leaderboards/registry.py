@@ -12,13 +12,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from semcal_eval import calibrate
+from semcal_eval import run_rows
+from semcal_eval.harness.aggregations import declared_metric_list
 from semcal_eval.harness.task_yaml import TaskYamlError, iter_task_configs
 from semcal_eval.semsoft.rows import DERIVED, REFERENCES
 
 REFERENCE_FILTERS = REFERENCES  # the rows table's model-free rows (Contract 3: reference predictors are filters)
-# the rows table's cross-fitted and tuned rows, and the stock tasks' cross-fitted ones (semcal_eval.calibrate)
-DERIVED_FILTERS = frozenset(DERIVED) | frozenset(calibrate.DERIVED)
+# the rows table's cross-fitted and tuned rows, and the stock tasks' cross-fitted ones (semcal_eval.run_rows)
+DERIVED_FILTERS = frozenset(DERIVED) | frozenset(run_rows.DERIVED)
 
 
 class RegistryError(TaskYamlError):
@@ -79,7 +80,7 @@ def load_registry(tasks_dir: str | Path | None = None) -> dict[str, TaskSpec]:
         name = cfg["task"]
         version = normalise_version((cfg.get("metadata") or {}).get("version"))
         metrics: dict[str, str | None] = {}
-        for m in cfg.get("metric_list") or []:
+        for m in declared_metric_list(cfg):  # the YAML's own, else its task class's default (as a run logs it)
             if isinstance(m, dict) and isinstance(m.get("metric"), str):
                 agg = m.get("aggregation")
                 metrics[m["metric"]] = agg if isinstance(agg, str) and not agg.startswith("!function") else None

@@ -36,7 +36,7 @@ documents' model outputs, which are not logged); every record of the row names i
 Not re-scored: the cross-fitted rows ``constrained_ts`` / ``semsoft_ts`` (their temperature is fitted on the
 *other* documents of the run, so a sample cannot reproduce them). Instead :func:`check_crossfit` recomputes
 them in full, without the model, from the run's own ``constrained`` / ``semsoft`` rows with the same
-2-fold fit (:func:`semcal_eval.core.recalibration.temperature_scale`), so they are exactly as trustworthy
+2-fold step (:func:`semcal_eval.run_rows.temperature_step`), so they are exactly as trustworthy
 as the rows they come from. Reference rows are not compared (the board computes those itself). QA tasks
 (generation with sampling) are not spot-checked.
 
@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SubmissionError
-from .identity import parse_model_args
+from .identity import CACHE_FOLDER, PREFIXED, catalogue_entry, parse_model_args
 from .registry import REFERENCE_FILTERS
 # the tolerance (leaderboards.tolerance) is shared with the near-duplicate test and the ranking's tie bands
 from .tolerance import CROSSFIT_ATOL, TOLERANCE, TOLERANCES
@@ -154,7 +154,9 @@ def reach_probability(n: int, m: int, k: int, attempts: int) -> float:
 
 def claimed_model(model_args) -> tuple[str, str]:
     """``(pretrained for lm-eval, the claim as written)`` of the model a run names; NotCheckable if it cannot
-    be loaded here."""
+    be loaded here. The catalogue's own names for a model (``semcal:NAME`` or its cache folder's path on any
+    machine, :func:`leaderboards.identity.catalogue_entry`) load the board's install; any other value must be a
+    model folder on this machine, re-scored as it is (a look-alike name is not the catalogue's model)."""
     from semcal_eval.models import CATALOGUE, PREFIX, ModelNotInstalledError, model_path
 
     args = parse_model_args(model_args)
@@ -165,20 +167,17 @@ def claimed_model(model_args) -> tuple[str, str]:
     if dtype not in _FLOAT32:
         raise NotCheckable(f"model_args dtype={dtype} is not float32; the spot check's tolerance is for float32 "
                            "runs (rerun with dtype=float32 to be spot-checked)")
-    name = claim[len(PREFIX):] if claim.startswith(PREFIX) else None
-    if name is None:
-        base = Path(claim).name
-        name = next((e.name for e in CATALOGUE.values() if base == e.key), None)  # a catalogue cache folder
-        if name is None and Path(claim).is_dir() and (Path(claim) / "config.json").is_file():
-            return str(Path(claim).resolve()), claim
-    if name is not None:
-        if name not in CATALOGUE:
-            raise NotCheckable(f"model could not be loaded: {claim!r} is not in the catalogue ({', '.join(CATALOGUE)})")
+    found = catalogue_entry(claim)
+    if found is not None and found[1] in (PREFIXED, CACHE_FOLDER):
         try:
-            model_path(name)
+            model_path(found[0].name)
         except ModelNotInstalledError as e:
             raise NotCheckable(f"model could not be loaded: {e}") from None
-        return PREFIX + name, claim
+        return PREFIX + found[0].name, claim
+    if claim.startswith(PREFIX):
+        raise NotCheckable(f"model could not be loaded: {claim!r} is not in the catalogue ({', '.join(CATALOGUE)})")
+    if Path(claim).is_dir() and (Path(claim) / "config.json").is_file():
+        return str(Path(claim).resolve()), claim
     raise NotCheckable(f"model could not be loaded: pretrained={claim[:120]!r} is neither a semcal catalogue model "
                        "nor a model folder on this machine (the board does not download models)")
 
@@ -234,15 +233,15 @@ class SpotCheckRejected(SubmissionError):
 
 def check_crossfit(results_path: Path) -> dict:
     """Recompute every cross-fitted row (``constrained_ts`` / ``semsoft_ts``) of a run from its own source
-    row, the way the ``crossfit_temperature`` filter does (documents sorted by doc_id, folds = position % 2,
-    each fold scaled with T fitted on the other); SubmissionError naming the worst document if a logged
-    probability differs by more than :data:`TOLERANCE`. Returns {task/filter: max |diff|} of the rows checked.
+    row with the step the ``crossfit_temperature`` filter calls (:func:`semcal_eval.run_rows.temperature_step`:
+    documents sorted by doc_id, each fold scaled with T fitted on the other); SubmissionError naming the worst
+    document if a logged probability differs by more than :data:`CROSSFIT_ATOL`. Returns {task/filter: max |diff|}
+    of the rows checked.
     """
     import numpy as np
 
-    from semcal_eval.core import recalibration
-    from semcal_eval.core.crossfit import splits
     from semcal_eval.core.records import first_gold
+    from semcal_eval.run_rows import temperature_step
 
     out = {}
     for task, samples in _task_samples(results_path):
@@ -253,29 +252,29 @@ def check_crossfit(results_path: Path) -> dict:
             ids = sorted(rows[source])
             if sorted(rows[ts]) != ids:
                 raise SubmissionError(f"{task}: filter {ts} covers other documents than {source}; rejected")
-            probs = np.asarray([rows[source][i]["probs"] for i in ids], dtype=float)
-            labels = np.asarray([first_gold(rows[source][i]["gold"]) for i in ids])
+            probs = [rows[source][i]["probs"] for i in ids]
+            labels = [first_gold(rows[source][i]["gold"]) for i in ids]
+            try:
+                with warnings.catch_warnings():  # a fit at its bound is the run's business, not the check's
+                    warnings.simplefilter("ignore")
+                    steps = temperature_step(probs, labels)
+            except ValueError as e:
+                raise SubmissionError(f"{task}: filter {ts} cannot be recomputed from {source}: {e}") from e
             worst = (-1.0, None)
-            for _, fit_on, apply_to in splits(len(ids)):  # the filter's folds (semcal_eval.core.crossfit)
-                try:
-                    with warnings.catch_warnings():  # a fit at its bound is the run's business, not the check's
-                        warnings.simplefilter("ignore")
-                        scaled, fit = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
-                except ValueError as e:
-                    raise SubmissionError(f"{task}: filter {ts} cannot be recomputed from {source}: {e}") from e
+            for i in sorted(range(len(ids)), key=lambda i: (steps[i][2], i)):  # fold by fold, as the filter fits
+                p, fit, _ = steps[i]
                 T = float(fit.T)
-                for i, p in zip(apply_to, scaled):
-                    got = rows[ts][ids[i]]["probs"]
-                    d = math.inf if len(got) != len(p) else float(np.max(np.abs(np.asarray(got, float) - p)))
-                    t_got = rows[ts][ids[i]].get("temperature")
-                    # the record's temperature must be the one fitted on the other fold, to float noise
-                    if t_got is not None and not (_finite(t_got) and abs(float(t_got) - T) <= CROSSFIT_ATOL * max(1.0, T)):
-                        raise SubmissionError(
-                            f"{task} document {ids[i]} (filter {ts}): the record's temperature {str(t_got)[:30]} is "
-                            f"not the temperature {T:.12g} fitted on the other fold of the run's own {source} row; "
-                            "rejected")
-                    if d > worst[0]:
-                        worst = (d, ids[i])
+                got = rows[ts][ids[i]]["probs"]
+                d = math.inf if len(got) != len(p) else float(np.max(np.abs(np.asarray(got, float) - p)))
+                t_got = rows[ts][ids[i]].get("temperature")
+                # the record's temperature must be the one fitted on the other fold, to float noise
+                if t_got is not None and not (_finite(t_got) and abs(float(t_got) - T) <= CROSSFIT_ATOL * max(1.0, T)):
+                    raise SubmissionError(
+                        f"{task} document {ids[i]} (filter {ts}): the record's temperature {str(t_got)[:30]} is "
+                        f"not the temperature {T:.12g} fitted on the other fold of the run's own {source} row; "
+                        "rejected")
+                if d > worst[0]:
+                    worst = (d, ids[i])
             if not worst[0] <= CROSSFIT_ATOL:
                 raise SubmissionError(
                     f"{task} document {worst[1]} (filter {ts}): the logged probabilities differ by {worst[0]:.3g} "
@@ -305,20 +304,31 @@ def _finite(x) -> bool:
 
 
 def _tuned_key(task: str, doc: int, tuned: tuple, how: tuple) -> tuple:
-    """The configuration a semsoft_tuned record names, type- and bound-checked (SubmissionError otherwise)."""
+    """The configuration a semsoft_tuned record names, checked by the rule every semsoft run is built with:
+    (τ, K, embedding) must make a valid :class:`~semcal_eval.semsoft.spec.SemSoftParams` (τ ∈ [−1, 1), integer
+    K ≥ 1, a known label embedding); the record's own fields must be JSON numbers of the right type, and
+    ``tuned_on`` / ``tuned_n`` / ``tuned_fold`` a choice the filter makes. SubmissionError otherwise."""
+    from semcal_eval.semsoft.scoring import SemSoftError
+    from semcal_eval.semsoft.spec import SemSoftParams
+
     tau, k, emb = tuned
     on, n, guard, fold = how
-    ok = (_finite(tau) and 0 <= float(tau) <= 1e6 and isinstance(k, int) and not isinstance(k, bool)
-          and 1 <= k <= 10**6 and isinstance(emb, str) and 0 < len(emb) <= 64 and on in ("validation", "crossfit")
-          and (n is None or (isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 10**9))
-          and (guard is None or isinstance(guard, bool)) and (fold is None or fold in (0, 1)))
-    if not ok:
-        raise SubmissionError(
-            f"{task} document {doc} (filter {TUNED_FILTER}): tuned fields tau={str(tau)[:30]}, top_k={str(k)[:30]}, "
-            f"label_embedding={str(emb)[:30]}, tuned_on={str(on)[:20]}, tuned_n={str(n)[:30]}, tuned_fold="
-            f"{str(fold)[:10]} are not a configuration (finite tau >= 0, integer top_k, short embedding name, "
-            "tuned_on validation|crossfit, fold 0|1); rejected")
-    return (float(tau), k, emb, on, n, guard)
+    shown = (f"{task} document {doc} (filter {TUNED_FILTER}): tuned fields tau={str(tau)[:30]}, top_k={str(k)[:30]}, "
+             f"label_embedding={str(emb)[:30]}, tuned_on={str(on)[:20]}, tuned_n={str(n)[:30]}, tuned_fold="
+             f"{str(fold)[:10]} are not a configuration")
+    # JSON types first: float("0.5") or an integer of 400 digits must not reach the range check as a number
+    typed = (_finite(tau) and _finite(k) and isinstance(k, int) and isinstance(emb, str) and len(emb) <= 64
+             and on in ("validation", "crossfit")
+             and (n is None or (isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 10**9))
+             and (guard is None or isinstance(guard, bool)) and (fold is None or fold in (0, 1)))
+    if not typed:
+        raise SubmissionError(f"{shown} (tau and top_k JSON numbers, a short embedding name, tuned_on "
+                              "validation|crossfit, fold 0|1); rejected")
+    try:
+        p = SemSoftParams.from_metadata({"tau": tau, "top_k": k, "label_embedding": emb, "tune": False})
+    except SemSoftError as e:
+        raise SubmissionError(f"{shown}: {e}; rejected") from None
+    return (p.tau, p.top_k, p.label_embedding, on, n, guard)
 
 
 def check_tuned_row(results_path: Path) -> dict:
@@ -413,24 +423,24 @@ def _rows(samples_path: Path, wanted: set[int] | None, *, gold: bool = False,
 def _stock_rows(samples_path: Path, cfg: dict) -> dict[str, dict[int, dict]]:
     """row -> doc_id -> {"probs", "doc_hash"} of a stock multiple_choice task's samples: the board's two model
     rows that are a function of one document (softmax of the choice log-likelihoods, and of the per-character
-    ones: :func:`semcal_eval.calibrate.calibration_rows`). Both are compared, so a log-likelihood shifted by a
+    ones: :func:`semcal_eval.run_rows.calibration_rows`). Both are compared, so a log-likelihood shifted by a
     constant per document (invisible to the first) is caught by the second."""
     from scipy.special import softmax
 
-    from semcal_eval import calibrate
+    from semcal_eval import run_rows
     from semcal_eval.runs import iter_samples
 
-    delimiter, mutual_info = calibrate.choice_settings(cfg)
+    delimiter, mutual_info = run_rows.choice_settings(cfg)
     out: dict[str, dict[int, dict]] = {name: {} for name in STOCK_FILTERS}
     from .stages.records import check_logliks
 
     for r in iter_samples(samples_path):
         check_logliks(r, f"{samples_path}:{r.get('_line')}")
         try:
-            ll, ch = calibrate.choice_logliks(r, delimiter, mutual_info)
+            ll, ch = run_rows.choice_logliks(r, delimiter, mutual_info)
         except ValueError as e:
             raise SubmissionError(str(e)) from None
-        for name, z in zip(STOCK_FILTERS, (ll, calibrate.norm_logits(ll, ch))):
+        for name, z in zip(STOCK_FILTERS, (ll, run_rows.norm_logits(ll, ch))):
             out[name][r["doc_id"]] = {"probs": list(softmax(z)), "doc_hash": r.get("doc_hash")}
     return out
 

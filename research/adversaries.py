@@ -9,6 +9,7 @@ term and the calibration term separately (tests/test_rd_adversaries.py, tests/te
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,19 +27,15 @@ _CONFIGS = Path(trainers.__file__).resolve().parent / "configs"
 
 
 def reward_options(method_or_path: str) -> dict:
-    """The calibration reward's keyword options as a shipped config sets them (``csr``, ``csr_likelihood``,
-    ``csr_spread`` or a YAML path): ``num_generations`` and the ``reward`` keys that
-    :func:`trainers.rewards.calibration_reward` takes; ``method`` too."""
+    """The calibration reward's options as a shipped config sets them (``csr``, ``csr_likelihood``,
+    ``csr_spread`` or a YAML path): ``method``, ``num_generations`` and ``settings``, the config's typed
+    :class:`trainers.config.RewardSettings` that :func:`trainers.rewards.calibration_reward` takes."""
     from trainers.config import load_config
 
     p = Path(method_or_path)
     path = p if p.suffix in (".yaml", ".yml") else _CONFIGS / f"{method_or_path}.yaml"
     cfg = load_config(path)
-    r = cfg["reward"]
-    keys = ("eps", "reading", "lambda_schedule", "lambda_max", "lambda_min", "lambda_step_fraction", "judge",
-            "judge_kwargs", "score", "bounded", "empty_answer", "agreement_wrong")
-    return {"method": cfg["method"], "num_generations": int(cfg["grpo"]["num_generations"]),
-            **{k: r[k] for k in keys if k in r}}
+    return {"method": cfg.method, "num_generations": cfg.grpo["num_generations"], "settings": cfg.reward}
 
 
 def group_rewards(comps: list[str], gold: str, question: str, options: dict, lam: float | None = None
@@ -52,10 +49,10 @@ def group_rewards(comps: list[str], gold: str, question: str, options: dict, lam
     y = np.asarray(correctness_reward([question] * n, comps, **cols), float)
     if options["method"] == "rlvr":
         return y, np.zeros(n)
-    kw = {k: v for k, v in options.items() if k not in ("method", "num_generations")}
+    settings = options["settings"]
     if lam is not None:
-        kw.update(lambda_schedule="constant", lambda_max=float(lam), lambda_min=0.0)
-    cal = np.asarray(calibration_reward([question] * n, comps, num_generations=n, **kw, **cols), float)
+        settings = replace(settings, lambda_schedule="constant", lambda_max=float(lam), lambda_min=0.0)
+    cal = np.asarray(calibration_reward([question] * n, comps, settings=settings, num_generations=n, **cols), float)
     return y, cal
 
 

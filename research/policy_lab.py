@@ -58,6 +58,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -123,12 +124,16 @@ class LabDesign:
     def __post_init__(self):
         if self.method != "rlvr" and self.method not in CALIBRATION_METHODS:
             raise ValueError(f"the policy lab trains rlvr and {', '.join(CALIBRATION_METHODS)}, not {self.method!r}")
-        if self.agreement_wrong not in ("judge", "overlap"):
-            raise ValueError(f"agreement_wrong must be judge or overlap, got {self.agreement_wrong!r}")
+        self.settings  # the reward options, checked once by the trainer's own table (trainers.config)
 
     @property
     def weights(self) -> list[float]:
         return [1.0] if self.method == "rlvr" else [1.0, 1.0]
+
+    @cached_property
+    def settings(self) -> R.RewardSettings:
+        """The design's calibration options as the trainer's typed reward settings (built and checked once)."""
+        return R.RewardSettings.from_attrs(self)
 
 
 #: The labs study the rewards under the strict judge and grader of task version 2 (their synthetic answers,
@@ -146,13 +151,13 @@ def design_from_config(path: str | Path, name: str | None = None) -> LabDesign:
     if p.suffix not in (".yaml", ".yml"):
         p = CONFIGS / f"{path}.yaml"
     cfg = load_config(p)
-    r, g = cfg["reward"], cfg["grpo"]
+    r, g = cfg.reward, cfg.grpo
     scale = {True: "group", False: "none"}.get(g.get("scale_rewards", "group"), g.get("scale_rewards", "group"))
     return LabDesign(
-        name=name or cfg["method"], method=cfg["method"], score=r["score"], reading=r["reading"],
-        bounded=bool(r["bounded"]), eps=float(r["eps"]), empty_answer=r["empty_answer"],
-        lambda_schedule=r["lambda_schedule"], lambda_max=float(r["lambda_max"]), lambda_min=float(r["lambda_min"]),
-        judge=LAB_JUDGE, agreement_wrong=r["agreement_wrong"], scale_rewards=scale,
+        name=name or cfg.method, method=cfg.method, score=r.score, reading=r.reading,
+        bounded=r.bounded, eps=r.eps, empty_answer=r.empty_answer,
+        lambda_schedule=r.lambda_schedule, lambda_max=r.lambda_max, lambda_min=r.lambda_min,
+        judge=LAB_JUDGE, agreement_wrong=r.agreement_wrong, scale_rewards=scale,
         num_generations=int(g["num_generations"]),
         generation_batch=int(g["per_device_train_batch_size"]) * int(g.get("gradient_accumulation_steps", 1)),
         config=str(p),
@@ -356,11 +361,8 @@ def group_rewards(world: PolicyWorld, design: LabDesign, idx: np.ndarray, step: 
     A_all, Aw_all = world.agreement(design.judge)
     A = A_all[idx[:, :, None], idx[:, None, :]]
     Aw = Aw_all[idx[:, :, None], idx[:, None, :]] if design.agreement_wrong == "overlap" else None
-    r_cal, _ = R.group_calibration_scores(A, y, design.eps, design.reading, empty=world.empty[idx],
-                                         score=design.score, bounded=design.bounded,
-                                         empty_answer=design.empty_answer, agreement_wrong=Aw)
-    lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.lambda_schedule,
-                      design.lambda_max, design.lambda_min)
+    r_cal, _ = R.group_calibration_scores(A, y, design.settings, empty=world.empty[idx], agreement_wrong=Aw)
+    lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.settings)
     return np.stack([y.reshape(-1), lam * r_cal.reshape(-1)], axis=1)
 
 

@@ -49,6 +49,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -122,15 +123,17 @@ class Design:
                              f"got {self.method!r}")
         if self.agreement not in ("judge", "soft"):
             raise ValueError(f"Design.agreement must be 'judge' or 'soft', got {self.agreement!r}")
-        if self.agreement_wrong not in ("judge", "overlap"):
-            raise ValueError(f"Design.agreement_wrong must be 'judge' or 'overlap', got {self.agreement_wrong!r}")
-        R.validate_calibration_args(2, self.eps, self.reading, self.lambda_schedule, self.lambda_max, self.lambda_min)
-        R.validate_score(self.score, self.empty_answer)
+        self.settings  # the reward options, checked once by the trainer's own table (trainers.config)
         grpo_advantages(np.zeros((2, 1)), 2, scale_rewards=self.scale_rewards, aggregation=self.aggregation)
 
     @property
     def weights(self) -> list[float]:
         return [1.0] if self.method == "rlvr" else [0.0, 1.0] if self.method == "cal_only" else [1.0, 1.0]
+
+    @cached_property
+    def settings(self) -> R.RewardSettings:
+        """The design's calibration options as the trainer's typed reward settings (built and checked once)."""
+        return R.RewardSettings.from_attrs(self)
 
 
 CONFIGS = Path(trainers.__file__).resolve().parent / "configs"
@@ -150,13 +153,13 @@ def design_from_config(path: str | Path, name: str | None = None) -> Design:
     if p.suffix not in (".yaml", ".yml"):
         p = CONFIGS / f"{path}.yaml"
     cfg = load_config(p)
-    r, g = cfg["reward"], cfg["grpo"]
-    return Design(name=name or cfg["method"], method=cfg["method"],
+    r, g = cfg.reward, cfg.grpo
+    return Design(name=name or cfg.method, method=cfg.method,
                   scale_rewards={True: "group", False: "none"}.get(g["scale_rewards"], g["scale_rewards"]),
-                  eps=float(r["eps"]), reading=r["reading"], score=r["score"], bounded=bool(r["bounded"]),
-                  empty_answer=r["empty_answer"], agreement_wrong=r["agreement_wrong"],
-                  lambda_schedule=r["lambda_schedule"], lambda_max=float(r["lambda_max"]),
-                  lambda_min=float(r["lambda_min"]), judge=LAB_JUDGE, config=str(p))
+                  eps=r.eps, reading=r.reading, score=r.score, bounded=r.bounded,
+                  empty_answer=r.empty_answer, agreement_wrong=r.agreement_wrong,
+                  lambda_schedule=r.lambda_schedule, lambda_max=r.lambda_max,
+                  lambda_min=r.lambda_min, judge=LAB_JUDGE, config=str(p))
 
 
 #: the shipped methods, read from their configs
@@ -352,12 +355,8 @@ def group_rewards(world: World, design: Design, idx: np.ndarray, step: int, max_
     Aw = None
     if design.agreement_wrong == "overlap":
         Aw = np.maximum(world.overlap[rows[:, :, None], idx[:, :, None], idx[:, None, :]], A)
-    r_cal, _ = R.group_calibration_scores(
-        A, y, design.eps, design.reading, empty=idx == world.empty_index, score=design.score,
-        bounded=design.bounded, empty_answer=design.empty_answer, agreement_wrong=Aw,
-    )
-    lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.lambda_schedule,
-                      design.lambda_max, design.lambda_min)
+    r_cal, _ = R.group_calibration_scores(A, y, design.settings, empty=idx == world.empty_index, agreement_wrong=Aw)
+    lam = R.lambda_at(SimpleNamespace(global_step=step, max_steps=max_steps), design.settings)
     return np.stack([y.reshape(-1), lam * r_cal.reshape(-1)], axis=1)
 
 

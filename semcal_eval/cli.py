@@ -75,34 +75,71 @@ def _model_of(argv: list[str]) -> str:
     return "hf"
 
 
-def resolves_semcal_names(model: str) -> bool:
-    """Whether lm-eval backend ``model`` resolves ``pretrained=semcal:NAME`` itself (semcal's backends do)."""
+def catalogue_backend(model: str) -> str:
+    """How lm-eval backend ``model`` reads ``pretrained=semcal:NAME``: ``"self"`` (a
+    :class:`~semcal_eval.semsoft.backend.CatalogueHFLM`, as semcal's backends are), ``"hf"`` (lm-eval's own HFLM:
+    ``hf``, ``hf-auto``, ``huggingface``; :func:`catalogue_hflm` makes it a CatalogueHFLM) or ``"path"`` (any other
+    backend, which gets the cached folder's path; also an unknown name, which lm-eval reports itself)."""
     from lm_eval.api.registry import get_model
+    from lm_eval.models.huggingface import HFLM
 
-    from semcal_eval.semsoft.backend import SemSoftLM
+    from semcal_eval.semsoft.backend import CatalogueHFLM
 
     try:
         cls = get_model(model)
     except Exception:  # an unknown model: lm-eval reports it itself
-        return False
-    return isinstance(cls, type) and issubclass(cls, SemSoftLM)
+        return "path"
+    if isinstance(cls, type) and issubclass(cls, CatalogueHFLM):
+        return "self"
+    return "hf" if cls is HFLM else "path"
+
+
+def catalogue_hflm() -> None:
+    """Let lm-eval's own ``hf`` backend load ``pretrained=semcal:NAME`` where the model loads: the public
+    ``lm_eval.api.registry.get_model`` (through which lm-eval's evaluator looks up ``--model``) is rebound, in this
+    process, to a wrapper that returns :class:`~semcal_eval.semsoft.backend.CatalogueHFLM` where lm-eval's registry
+    holds HFLM itself. HFLM's own code and the registry are untouched (no private name), and the run's records
+    still say ``"model": "hf"``; the output folder and ``model_args`` keep the catalogue name (lm-eval takes both
+    from the command line). Called only for a command line that names a catalogue model; idempotent."""
+    import functools
+
+    import lm_eval.api.registry as registry
+    from lm_eval.models.huggingface import HFLM
+
+    from semcal_eval.semsoft.backend import CatalogueHFLM
+
+    if getattr(registry.get_model, "semcal_catalogue", False):
+        return
+    stock = registry.get_model
+
+    @functools.wraps(stock)
+    def get_model(model_name: str):
+        cls = stock(model_name)
+        return CatalogueHFLM if cls is HFLM else cls
+
+    get_model.semcal_catalogue = True
+    registry.get_model = get_model
 
 
 def resolve_model_args(argv: list[str]) -> list[str]:
-    """Rewrite ``pretrained=semcal:NAME`` (and ``tokenizer=``) to the catalogue model's cached folder, for backends
-    that cannot read catalogue names (``--model hf``). semcal's own backends resolve ``pretrained=semcal:NAME``
-    themselves, so for them it stays as written: lm-eval then names the output folder after the model
-    (``semcal__NAME``), not after its cache path, and the results record the catalogue name. Either way an
-    unknown or uninstalled name fails here, before any model is loaded."""
+    """Check every ``pretrained=semcal:NAME`` (and ``tokenizer=``) of ``argv`` before any model loads (an unknown
+    or uninstalled name fails here, with the fix), and return ``argv`` for lm-eval.
+
+    semcal's backends and lm-eval's ``hf`` (through :func:`catalogue_hflm`) resolve the name themselves where the
+    model loads, so it stays as written: lm-eval names the output folder after it (``semcal__NAME``) and the
+    results record ``semcal:NAME``, never the cache path. Any other backend (``vllm``, ...) cannot read catalogue
+    names, so for it the name is rewritten to the cached folder."""
     from semcal_eval.models import resolve_pretrained
 
-    keep_pretrained = resolves_semcal_names(_model_of(argv))
+    if not any(_SEMCAL_NAME.search(a) for a in argv):
+        return argv
+    how = catalogue_backend(_model_of(argv))
+    if how == "hf":
+        catalogue_hflm()
 
     def sub(m: re.Match) -> str:
         path = resolve_pretrained("semcal:" + m.group("name"))
-        if keep_pretrained and m.group("key").lstrip(", \t").startswith("pretrained="):
-            return m.group(0)
-        return m.group("key") + path
+        return m.group(0) if how != "path" else m.group("key") + path
 
     return [_SEMCAL_NAME.sub(sub, a) for a in argv]
 

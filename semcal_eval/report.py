@@ -28,9 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from semcal_eval import plots
+from semcal_eval.calibrate import markdown as calibration_markdown
 from semcal_eval.core import metric_table as T
-from semcal_eval.core import recalibration
-from semcal_eval.core.records import CLASSIFICATION, first_gold, to_arrays
+from semcal_eval.core.records import CLASSIFICATION, to_arrays
+# the rows are the library's (semcal_eval.run_rows); the names are re-exported for existing callers
+from semcal_eval.run_rows import RowsError as ReportError  # noqa: F401
+from semcal_eval.run_rows import calibrate_run, has_multiple_choice, load_run, run_sweep_taus, task_rows
+from semcal_eval.run_rows import is_ranking_row as _is_ranking_row
+from semcal_eval.run_rows import mask_ranking_rows as _mask_ranking_rows
+from semcal_eval.run_rows import row_metrics, temperature_rows  # noqa: F401
 from semcal_eval.semsoft import rows as rows_table
 
 MAIN_FILTERS = ("constrained", "semsoft")
@@ -38,26 +44,7 @@ MAIN_FILTERS = ("constrained", "semsoft")
 DRAWN_FILTERS = (*MAIN_FILTERS, "semsoft_tuned")
 
 
-class ReportError(ValueError):
-    """A run folder that cannot be reported on; the message names the file and the fix."""
-
-
 # -- reading -------------------------------------------------------------------------------------------------
-def load_run(path: str | Path, allow_empty: bool = False) -> dict[str, dict[str, dict]]:
-    """{task: {filter: {"doc_ids": [...], "items": [...]}}} from an lm-eval ``--output_path`` folder, read by
-    the one reader of runs (:func:`semcal_eval.runs.load_records`). ``allow_empty``: a run of stock tasks only
-    (no semcal records; its calibration comes from :mod:`semcal_eval.calibrate`)."""
-    from semcal_eval.runs import load_records
-
-    out = load_records(path)
-    if not out and not allow_empty:
-        raise ReportError(
-            f"{path}: no semcal per-document items in the samples files; run lm-eval with "
-            "--log_samples on semcal tasks (and without --predict_only)"
-        )
-    return out
-
-
 def filters_from_samples(rows: list[dict]) -> dict[str, dict]:
     """:func:`semcal_eval.runs.records_by_filter` (kept for the benchmarks that group in-memory samples)."""
     from semcal_eval.runs import records_by_filter
@@ -66,76 +53,6 @@ def filters_from_samples(rows: list[dict]) -> dict[str, dict]:
 
 
 _sorted_filters = rows_table.row_order  # one reading order for the report, the summary and the board
-
-
-def run_sweep_taus(run_dir) -> dict[str, dict[str, float]]:
-    """{task: {sweep row: τ}} from the task configs lm-eval logged in the run's results files (the typed τ of
-    each row's ``semsoft_select`` step; :func:`semcal_eval.semsoft.rows.sweep_taus`)."""
-    from semcal_eval.runs import read_results
-
-    p = Path(run_dir)
-    files = [p] if p.is_file() else sorted({*p.glob("results_*.json"), *p.glob("*/results_*.json")})
-    out: dict[str, dict[str, float]] = {}
-    for f in files:
-        for task, cfg in (read_results(f).get("configs") or {}).items():
-            if isinstance(cfg, dict):
-                out.setdefault(task, {}).update(rows_table.sweep_taus(cfg.get("filter_list")))
-    return out
-
-
-# -- metrics ---------------------------------------------------------------------------------------------------
-def row_metrics(items: list[dict], ci: bool = True, seed: int = 0, names=None, ci_names=None) -> dict[str, float]:
-    """Every metric of the table (or of ``names``) that applies to one row (a filter's records), with bootstrap
-    CIs (for ``ci_names`` only, when given)."""
-    return T.compute_all(items, names, with_ci=ci, ci_names=ci_names, seed=seed)
-
-
-def temperature_rows(fit_items: list[dict], apply_items: list[dict]) -> tuple[list[dict], recalibration.TemperatureFit]:
-    """Fit T on ``fit_items``' log-probabilities and apply it to ``apply_items`` (Guo et al. 2017)."""
-    scaled, fit = recalibration.temperature_scale(
-        [it["probs"] for it in fit_items], [first_gold(it["gold"]) for it in fit_items],
-        [it["probs"] for it in apply_items])
-    return [{**it, "probs": p.tolist(), "temperature": fit.T} for it, p in zip(apply_items, scaled)], fit
-
-
-def task_rows(
-    filters: dict[str, dict], val_filters: dict[str, dict] | None = None, halves: bool = False, seed: int = 0,
-    names=None, ci_names=None,
-) -> tuple[dict[str, dict], dict[str, dict]]:
-    """{row name: metrics} and {row name: items} for one task (``names`` / ``ci_names``: see :func:`row_metrics`)."""
-    rows: dict[str, list[dict]] = {}
-    notes: dict[str, dict] = {}
-    if halves:
-        ids = filters[next(iter(filters))]["doc_ids"]
-        fit_ids, eval_ids = recalibration.split_halves(ids, seed=seed)
-        fit_set, eval_set = set(map(str, fit_ids)), set(map(str, eval_ids))
-        for name, f in filters.items():
-            if name.endswith("_ts"):
-                continue  # cross-fitted rows used both halves; the halves protocol replaces them
-            pairs = list(zip(map(str, f["doc_ids"]), f["items"]))
-            rows[name] = [it for d, it in pairs if d in eval_set]
-            if name in MAIN_FILTERS:
-                fit_items = [it for d, it in pairs if d in fit_set]
-                scaled, fit = temperature_rows(fit_items, rows[name])
-                rows[f"{name}+T(half)"] = scaled
-                notes[f"{name}+T(half)"] = {"temperature": fit.T, "at_bound": fit.at_bound}
-    else:
-        rows = {name: f["items"] for name, f in filters.items()}
-        for name in MAIN_FILTERS:
-            if val_filters and name in val_filters and name in filters:
-                scaled, fit = temperature_rows(val_filters[name]["items"], filters[name]["items"])
-                rows[f"{name}+T(val)"] = scaled
-                notes[f"{name}+T(val)"] = {"temperature": fit.T, "at_bound": fit.at_bound}
-        for name, f in filters.items():
-            temps = [it.get("temperature") for it in f["items"] if it.get("temperature") is not None]
-            if temps:
-                bound = any(it.get("at_bound") for it in f["items"])
-                notes[name] = {"temperature": float(np.mean(temps)), "at_bound": bound}
-    table = {
-        name: {"n": len(items), **row_metrics(items, seed=seed, names=names, ci_names=ci_names), **notes.get(name, {})}
-        for name, items in rows.items()
-    }
-    return table, rows
 
 
 # -- rendering -----------------------------------------------------------------------------------------------
@@ -213,25 +130,9 @@ def render_task(task: str, table: dict, rows: dict, out: Path, primary_tau: floa
 
 
 #: extra report columns of QA (confidence-record) tasks: the selective-prediction metrics (issue 23)
-QA_EXTRA_COLUMNS = ("prr", "auarc")
-#: the metrics of the judge-sensitivity table (headline confidence under each judge)
-JUDGE_BAND_METRICS = ("auroc_conf", "prr", "ece_uw10")
-
-
-def _is_ranking_row(name: str) -> bool:
-    """An estimator row whose confidence is a ranking score (no calibration metric without a fitted map)."""
-    from semcal_eval.qa.estimators import ESTIMATORS
-
-    est = ESTIMATORS.get(name)
-    return est is not None and not est.probability
-
-
-def _mask_ranking_rows(table: dict[str, dict]) -> None:
-    for name, m in table.items():
-        if _is_ranking_row(name):
-            for k in list(m):
-                if k.split("_ci_")[0] not in T.RANK_METRICS and k != "n":
-                    m[k] = math.nan
+QA_EXTRA_COLUMNS = T.REPORT_EXTRAS[T.CONFIDENCE]
+#: the metrics of the judge-sensitivity table (headline confidence under each judge): AUROC, PRR and ECE roles
+JUDGE_BAND_METRICS = T.role_metrics(T.CONFIDENCE, ("auroc", "prr", "ece"))
 
 
 def judge_band_table(table: dict[str, dict]) -> str | None:
@@ -271,14 +172,12 @@ def render_qa(task: str, table: dict, rows: dict, out: Path) -> list[str]:
 
 def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False, seed: int = 0) -> Path:
     """Write ``report.md``, ``report.json`` and PNGs; return the Markdown path. A run with stock
-    ``multiple_choice`` tasks also gets their calibration (:func:`semcal_eval.calibrate.calibrate_run`: the same
+    ``multiple_choice`` tasks also gets their calibration (:func:`semcal_eval.run_rows.calibrate_run`: the same
     rows and CIs as ``semcal-eval calibrate``)."""
-    from semcal_eval import calibrate as calibration
-
     cal, cal_error = None, None
-    if calibration.has_multiple_choice(run_dir):
+    if has_multiple_choice(run_dir):
         try:
-            cal = calibration.calibrate_run(run_dir, seed)
+            cal = calibrate_run(run_dir, seed)
         except ValueError as e:  # RunError / CalibrateError: said in the report, the semcal tables still come
             cal_error = str(e)
     stock = cal is not None and any(t["status"] == "computed" for t in cal["tasks"].values())
@@ -308,7 +207,7 @@ def build_report(run_dir, out_dir=None, calibrate_on=None, halves: bool = False,
             md += render_qa(task, table, rows, out) + [""]
         summary[task] = table
     if stock:  # semcal's own multiple_choice tasks (e.g. goemotions_base) are in the tables above, not here
-        md += ["## Stock multiple-choice tasks", "", calibration.markdown(cal), ""]
+        md += ["## Stock multiple-choice tasks", "", calibration_markdown(cal), ""]
     elif cal_error:
         md += [f"Stock multiple-choice tasks: no calibration ({cal_error})", ""]
     (out / "report.json").write_text(json.dumps(summary, indent=1, default=float))

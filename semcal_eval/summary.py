@@ -12,8 +12,8 @@ uniform; :mod:`semcal_eval.semsoft.rows`), and the headline columns of :data:`me
   (``acc``, ``ece_uw10`` [CI], ``brier_conf``, ``nll_conf``, ``auroc_conf``),
 
 plus ``T`` (the fitted temperature of a ``_ts`` row) and the "beats prior (Brier)" mark. Every number is
-recomputed from the run's logged per-document records (:func:`semcal_eval.report.load_run`) through the one
-metric table, so it equals what ``semcal-eval report`` and the leaderboard compute from the same samples.
+recomputed from the run's logged per-document records (:func:`semcal_eval.run_rows.headline_table`) through the
+one metric table, so it equals what ``semcal-eval report`` and the leaderboard compute from the same samples.
 
 ``semcal-eval summary RESULTS`` rebuilds it for a saved run (an ``--output_path`` folder or one
 ``results_*.json``) and writes ``summary.md`` beside the results file.
@@ -26,7 +26,9 @@ from pathlib import Path
 
 from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import RecordArrays, to_arrays
-from semcal_eval.report import _mask_ranking_rows, load_run, markdown_table, task_rows
+from semcal_eval.report import markdown_table
+from semcal_eval.run_rows import doc_key, headline_table, load_run, prior_rows
+from semcal_eval.runs import find_results
 from semcal_eval.semsoft import rows as rows_table
 
 __all__ = ["SOFT_COLUMNS", "summary_columns", "row_order", "task_summary", "build_summary", "write_summary", "main"]
@@ -47,43 +49,19 @@ def summary_columns(a: RecordArrays) -> list[str]:
     return T.headline_columns(a)
 
 
-def _ece_column(columns: list[str]) -> str:
-    return next(c for c in columns if "ece" in c)
-
-
 #: reading order of the rows (the rows table's, shared with the report)
 row_order = rows_table.row_order
 
 
-def _prior_rows(run: dict[str, dict[str, dict]], seed: int) -> dict[tuple, dict]:
-    """The ``prior`` row of each task of a run, keyed by its documents (doc_ids and gold labels), so a task
-    without one (a stock ``*_base`` task) gets the "beats prior" mark from a sibling on the same documents."""
-    out: dict[tuple, dict] = {}
-    for filters in run.values():
-        if "prior" in filters:
-            f = filters["prior"]
-            table, _ = task_rows({"prior": f}, names=summary_columns(to_arrays(f["items"])), ci_names=[], seed=seed)
-            out[_doc_key(f)] = table["prior"]
-    return out
-
-
-def _doc_key(f: dict) -> tuple:
-    return tuple(zip(map(str, f["doc_ids"]), (str(it.get("gold")) for it in f["items"]),
-                     (it.get("soft") for it in f["items"])))
-
-
 def task_summary(task: str, filters: dict[str, dict], seed: int = T.CI_SEED, priors: dict | None = None) -> str:
-    """The Markdown block of one task: a heading and its table (``filters`` as from ``report.load_run``;
-    ``priors``: :func:`_prior_rows` of the run, for a task without a prior row of its own)."""
+    """The Markdown block of one task: a heading and its table (``filters`` as from ``run_rows.load_run``;
+    ``priors``: :func:`semcal_eval.run_rows.prior_rows` of the run, for a task without a prior row of its own)."""
     first = next(iter(filters.values()))
-    a = to_arrays(first["items"])
-    columns = summary_columns(a)
-    table, _ = task_rows(filters, names=columns, ci_names=[_ece_column(columns)], seed=seed)
-    _mask_ranking_rows(table)  # a ranking score (EigV, degree, ...) has no calibration metric of its own
+    table, columns = headline_table(filters, seed)
     n_docs = max(m["n"] for m in table.values())
-    prior = None if "prior" in table else (priors or {}).get(_doc_key(first))
+    prior = None if "prior" in table else (priors or {}).get(doc_key(first))
     out = f"### {task} ({n_docs} documents)\n\n" + markdown_table(table, columns, order=row_order, prior=prior,
-                                                                   kind=a.kind)
+                                                                   kind=to_arrays(first["items"]).kind)
     return out + tuned_note(filters.get("semsoft_tuned", {}).get("items") or [])
 
 
@@ -105,12 +83,10 @@ def tuned_note(items: list[dict]) -> str:
 
 def build_summary(run: str | Path, seed: int = T.CI_SEED) -> str:
     """The summary of one run (an ``--output_path`` folder holding one run, or a ``results_*.json``) as
-    Markdown. Raises ``ValueError`` (``ReportError`` / ``RunError``) naming the file and the fix."""
-    from semcal_eval.runs import find_results
-
+    Markdown. Raises ``ValueError`` (``RowsError`` / ``RunError``) naming the file and the fix."""
     results = find_results(run)
     tasks = load_run(results)
-    priors = _prior_rows(tasks, seed)
+    priors = prior_rows(tasks, seed)
     blocks = [task_summary(task, filters, seed, priors) for task, filters in tasks.items()]
     legend = (
         f"semcal summary of `{results.name}`, recomputed from its logged samples (`semcal-eval report` has every "
@@ -123,8 +99,6 @@ def build_summary(run: str | Path, seed: int = T.CI_SEED) -> str:
 
 def write_summary(run: str | Path, seed: int = T.CI_SEED) -> tuple[str, Path]:
     """Build the summary and write it as ``summary.md`` beside the results file; return (text, path)."""
-    from semcal_eval.runs import find_results
-
     results = find_results(run)
     text = build_summary(results, seed)
     path = results.with_name("summary.md")

@@ -44,10 +44,9 @@ class Pay:
     max_correctness: float  # the largest single-group correctness change (must be ≤ 0)
 
 
-def shipped(method: str, K: int = 8) -> dict:
-    cfg = load_config(REPO / "trainers" / "configs" / f"{method}.yaml")
-    cfg["grpo"]["num_generations"] = K
-    return cfg
+def shipped(method: str, K: int = 8):
+    """The shipped config of ``method`` (a trainers.config.TrainConfig) with groups of K rollouts."""
+    return load_config(REPO / "trainers" / "configs" / f"{method}.yaml", [f"grpo.num_generations={K}"])
 
 
 def honest_groups(accuracy: float, K: int, n_groups: int, seed: int) -> list[list[str]]:
@@ -92,7 +91,7 @@ def _rewards(method: str, funcs, groups: list[list[str]]) -> tuple[np.ndarray, n
 
 
 def attack_pay(method: str, program, accuracy: float, K: int = 8, n_groups: int = 40, seed: int = 0,
-               who: str = "wrong", cfg: dict | None = None) -> Pay:
+               who: str = "wrong", cfg=None) -> Pay:
     """The attacked rollout's mean reward change. ``who``: which rollout is attacked — the first ``wrong``
     one (groups without one are skipped), the first ``correct`` one, or ``any`` (rollout 0)."""
     funcs = build_reward_funcs(cfg or shipped(method, K))

@@ -193,19 +193,20 @@ def _tuned_run(env, name, configs):
 
 
 def test_tuned_row_one_configuration_per_fold_is_accepted(env):
-    honest_cfg = [(0.5, 10, "first", 0) if i % 2 == 0 else (1.0, 20, "mean", 1) for i in range(60)]
+    honest_cfg = [(0.5, 10, "first", 0) if i % 2 == 0 else (-0.2, 20, "mean", 1) for i in range(60)]
     got = spotcheck.check_tuned_row(_tuned_run(env, "ok", honest_cfg))
-    assert got[CLS]["0"]["tau"] == 0.5 and got[CLS]["1"]["top_k"] == 20
+    assert got[CLS]["0"]["tau"] == 0.5 and got[CLS]["1"]["top_k"] == 20 and got[CLS]["1"]["tau"] == -0.2
 
 
 def test_tuned_row_per_document_choice_is_rejected(env):
     """The issue's forgery: per document, the better of two grid settings (each record naming its own)."""
-    per_doc = [(0.5, 10, "first", i % 2) if i % 3 else (1.0, 10, "first", i % 2) for i in range(60)]
+    per_doc = [(0.5, 10, "first", i % 2) if i % 3 else (0.1, 10, "first", i % 2) for i in range(60)]
     with pytest.raises(SubmissionError, match="per-document choice is rejected"):
         spotcheck.check_tuned_row(_tuned_run(env, "perdoc", per_doc))
 
 
-@pytest.mark.parametrize("bad", [float("inf"), 10**400, "0.5", True, -1.0], ids=["inf", "int400", "str", "bool", "neg"])
+@pytest.mark.parametrize("bad", [float("inf"), 10**400, "0.5", True, 1.0, -1.5],
+                         ids=["inf", "int400", "str", "bool", "one", "below-minus-one"])
 def test_tuned_fields_out_of_type_or_range_are_rejected(env, bad):
     cfg = [(bad, 10, "first", i % 2) for i in range(60)]
     rp = _tuned_run(env, "bad", cfg) if not isinstance(bad, int) or bad is True else None
@@ -488,5 +489,5 @@ def test_tuned_tau_zero_is_a_configuration():
     from leaderboards.spotcheck import _tuned_key
 
     assert _tuned_key("t", 0, (0.0, 10, "mean"), ("validation", 40, True, None))[0] == 0.0
-    with pytest.raises(SubmissionError, match="not a configuration"):
-        _tuned_key("t", 0, (-0.1, 10, "mean"), ("validation", 40, True, None))
+    with pytest.raises(SubmissionError, match="outside \\[-1, 1\\)"):
+        _tuned_key("t", 0, (1.0, 10, "mean"), ("validation", 40, True, None))

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -95,6 +96,37 @@ def test_board_evaluate_stores_a_verified_entry(evaluated):
     config = json.loads(res.read_text())["config"]
     assert config["model"] == "hf-semsoft" and config["device"] == "cpu" and config["limit"] == LIMIT
     assert config["model_args"]["dtype"] == "float32"
+
+
+@pytest.mark.slow
+def test_a_board_built_by_evaluate_renders_only_verified_entries(evaluated, tmp_path):
+    """Issue 12: a board filled by `board evaluate` alone (the seeded board, built rather than committed since
+    issue 42) renders a site whose every model row is verified, with the coverage the board computed, from the
+    database this code wrote; the database stays outside the site folder (issue 25)."""
+    db_path, _, proc = evaluated
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    site = tmp_path / "snapshot"
+    assert cli.main(["render", "--out", str(site), "--db", str(db_path)]) == 0
+    assert (site / "index.html").is_file() and not list(site.rglob("*.sqlite*"))
+    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        assert version == str(db.SCHEMA_VERSION)
+        tiers = con.execute("SELECT id, model_name, tier FROM submissions").fetchall()
+        assert tiers, "the board holds no submission"
+        assert all(t == "verified" for _, _, t in tiers), [r for r in tiers if r[2] != "verified"]
+        for vjson, in con.execute("SELECT verification FROM submissions"):
+            v = json.loads(vjson)
+            assert isinstance(v.get("job_id"), int) and v.get("settings"), v  # how the board ran it
+        rows = con.execute("SELECT coverage, n_docs, n_split FROM entries").fetchall()
+        assert {c for c, _, _ in rows} <= {"full", "partial"}
+        assert all((c == "full") == (n == n_split) for c, n, n_split in rows)
+    finally:
+        con.close()
+    board_json = json.loads((site / "board.json").read_text())
+    models = [r for r in board_json["entries"] if not r.get("is_reference")]
+    assert models and {r["model_name"] for r in models} == {name for _, name, _ in tiers}
+    assert all(r.get("tier") == "verified" for r in models) and not board_json["not_shown"]
 
 
 @pytest.mark.slow

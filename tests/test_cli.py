@@ -57,9 +57,17 @@ def test_include_paths_keep_the_users_own():
     assert include_paths(["/c"]) == [str(TASKS_DIR), "/c"]
 
 
-def test_semcal_model_names_are_resolved(smollm2_path):
+def test_semcal_model_names_are_checked_and_left_to_the_backend(smollm2_path, monkeypatch):
+    """``--model hf`` (lm-eval's default) keeps ``semcal:NAME``: its HFLM is served as CatalogueHFLM, which resolves
+    the name where the model loads; unknown names still fail before any model loads."""
+    import lm_eval.api.registry as registry
+
+    from semcal_eval.semsoft.backend import CatalogueHFLM
+
+    monkeypatch.setattr(registry, "get_model", registry.get_model)  # restored after the test: the rebinding is per run
     argv = ["--model_args", "pretrained=semcal:smollm2-135m,dtype=float32", "--tasks", "x"]
-    assert resolve_model_args(argv)[1] == f"pretrained={smollm2_path},dtype=float32"
+    assert resolve_model_args(argv) == argv
+    assert registry.get_model("hf") is CatalogueHFLM and registry.get_model("hf-semsoft").__name__ == "SemSoftLM"
     assert resolve_model_args(["pretrained=gpt2"]) == ["pretrained=gpt2"]
     with pytest.raises(Exception, match="no-such-model"):
         resolve_model_args(["pretrained=semcal:no-such-model"])
@@ -72,8 +80,10 @@ def _acc(out: Path) -> float:
 
 @pytest.mark.slow
 def test_stock_task_through_semcal_eval_equals_plain_lm_eval(tmp_path, smollm2_path):
-    """The same stock multiple_choice task from the user's --include_path, through both CLIs: same numbers."""
-    common = ["--model", "hf", "--model_args", f"pretrained={smollm2_path},dtype=float32", "--device", "cpu",
+    """The same stock multiple_choice task from the user's --include_path, through both CLIs: same numbers; lm-eval's
+    own ``--model hf`` given a catalogue name loads the cached model, and the output folder and the results name it
+    ``semcal:smollm2-135m``, never the cache path."""
+    common = ["--model", "hf", "--model_args", "pretrained=semcal:smollm2-135m,dtype=float32", "--device", "cpu",
               "--tasks", "tiny_user_mc", "--include_path", "tests/fixtures/user_tasks", "--batch_size", "4"]
     ours = run([sys.executable, "-m", "semcal_eval", *common, "--output_path", str(tmp_path / "ours")])
     assert ours.returncode == 0, ours.stderr[-3000:]
@@ -81,6 +91,13 @@ def test_stock_task_through_semcal_eval_equals_plain_lm_eval(tmp_path, smollm2_p
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert _acc(tmp_path / "ours") == _acc(tmp_path / "plain")
     assert "tiny_user_mc" in ours.stdout
+    for out in ("ours", "plain"):
+        (results,) = (tmp_path / out).rglob("results_*.json")
+        assert results.parent.name == "semcal__smollm2-135m"  # lm-eval's sanitised "semcal:smollm2-135m"
+        data = json.loads(results.read_text())
+        assert data["config"]["model"] == "hf" and data["model_name"] == "semcal:smollm2-135m"
+        assert data["config"]["model_args"]["pretrained"] == "semcal:smollm2-135m"
+        assert str(smollm2_path) not in results.read_text()
 
 
 @pytest.mark.slow  # a CLI subprocess: indexes lm-eval's own task folder (~40-120 s on 2 cores)

@@ -120,14 +120,18 @@ def test_a_bug_keeps_its_traceback():
     assert not cli._is_semcal_error(KeyError("k"))
 
 
-def test_semcal_backends_keep_the_catalogue_name(smollm2_path):
-    """hf-semsoft resolves ``semcal:NAME`` itself, so ``pretrained`` stays (the folder and the results name the
-    model); ``--model hf`` cannot, so it gets the cached folder; unknown names fail before any model loads."""
+def test_semcal_backends_keep_the_catalogue_name(smollm2_path, monkeypatch):
+    """hf-semsoft and lm-eval's hf (served as CatalogueHFLM) resolve ``semcal:NAME`` where the model loads, so
+    ``pretrained`` and ``tokenizer`` stay (the folder and the results name the model); a backend that cannot read
+    catalogue names gets the cached folder; unknown names fail before any model loads."""
+    import lm_eval.api.registry as registry
+
+    monkeypatch.setattr(registry, "get_model", registry.get_model)  # restored after the test: the rebinding is per run
     register_backends()
     args = "pretrained=semcal:smollm2-135m,tokenizer=semcal:smollm2-135m,dtype=float32"
-    assert resolve_model_args(["--model", "hf-semsoft", "--model_args", args])[3] == \
-        f"pretrained=semcal:smollm2-135m,tokenizer={smollm2_path},dtype=float32"
-    assert resolve_model_args(["--model=hf", "--model_args", args])[2] == \
+    assert resolve_model_args(["--model", "hf-semsoft", "--model_args", args])[3] == args
+    assert resolve_model_args(["--model=hf", "--model_args", args])[2] == args
+    assert resolve_model_args(["--model", "dummy", "--model_args", args])[3] == \
         f"pretrained={smollm2_path},tokenizer={smollm2_path},dtype=float32"
     with pytest.raises(Exception, match="no-such-model"):
         resolve_model_args(["--model", "hf-semsoft", "--model_args", "pretrained=semcal:no-such-model"])

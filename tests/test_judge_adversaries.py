@@ -34,7 +34,7 @@ from research import answer_grammar as G
 from semcal_eval.qa import cover
 from semcal_eval.qa.grading import agree, grade
 from trainers.answer_match import overlap_matrix
-from trainers.rewards.csr import CSR_METHODS, DEFAULT_EPS, DEFAULT_READING, group_calibration_scores
+from trainers.rewards.csr import CSR_METHODS, DEFAULT_EPS, DEFAULT_READING, RewardSettings, group_calibration_scores
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SEMCAL_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -374,8 +374,9 @@ def r_cal(group, method: str, question: str = QUESTION) -> np.ndarray:
         empty, empty_answer = None, "disagree"
     else:
         empty, empty_answer = np.array([[cover.is_empty(a) for a in group]]), o["empty_answer"]
-    r, _ = group_calibration_scores(A[None], y[None], o["eps"], o["reading"], empty=empty, score=o["score"],
-                                    bounded=o["bounded"], empty_answer=empty_answer, agreement_wrong=Aw)
+    settings = RewardSettings(eps=o["eps"], reading=o["reading"], score=o["score"], bounded=o["bounded"],
+                              empty_answer=empty_answer)
+    r, _ = group_calibration_scores(A[None], y[None], settings, empty=empty, agreement_wrong=Aw)
     return r[0]
 
 

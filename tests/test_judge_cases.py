@@ -204,7 +204,7 @@ def test_no_gold_is_refused_with_the_fix():
 @pytest.mark.parametrize("bad", [None, 3, 3.5, b"Paris", ["Paris"]])
 def test_an_answer_that_is_no_string_is_refused(bad):
     with pytest.raises(cover.CoverError, match="must be a string"):
-        grade(bad, ["a"])
+        grade(bad, ["Paris"])  # a usable gold ("a" normalises to nothing and is refused first)
     with pytest.raises(cover.CoverError):
         agree(bad, "a")
 
@@ -283,7 +283,7 @@ def test_training_and_evaluation_read_one_confidence():
     answer are one number now: both read agree()."""
     from semcal_eval.qa.agreement import score_question
     from semcal_eval.qa.judges import get_judge
-    from trainers.rewards.csr import group_calibration_scores
+    from trainers.rewards.csr import RewardSettings, group_calibration_scores
 
     greedy = "Lyon"
     samples = PARAPHRASES[1:] + ["Lyon.", "lyon", "LYON", "Nice", "Marseille"]
@@ -291,7 +291,7 @@ def test_training_and_evaluation_read_one_confidence():
     group = [greedy, *samples]
     A = np.array([[1.0 if i == j else float(agree(a, b, CAPITAL)) for j, b in enumerate(group)]
                   for i, a in enumerate(group)])
-    _, p = group_calibration_scores(A[None], np.zeros((1, len(group))), 1e-3)
+    _, p = group_calibration_scores(A[None], np.zeros((1, len(group))), RewardSettings(eps=1e-3))
     assert rec["conf"] == pytest.approx(0.8)
     assert p[0, 0] == pytest.approx(rec["conf"])
 
@@ -301,16 +301,16 @@ def test_the_search_reads_r_cal_as_the_trainer_does(method):
     """tests/test_judge_adversaries.py builds A from agree() and calls group_calibration_scores; the trainer's
     calibration_reward (its judge, answer extraction and options) gives the same r_cal on these groups."""
     import test_judge_adversaries as T
-    from trainers.rewards.csr import calibration_reward
+    from trainers.rewards.csr import RewardSettings, calibration_reward
 
     o = T.method_options(method)
     for group in (["Lyon"] * 4 + PADS, ["Lyon"] * 8, ["Paris", "Paris", "Lyon", "It's Lyon", "LYON!", "...", "",
                                                       "Ly\u200bon"], ["Paris"] * 2 + ["Nice", "Lyon"] * 3):
-        got = calibration_reward(["q"] * 8, [" " + a for a in group], num_generations=8, eps=o["eps"],
-                                 reading=o["reading"], lambda_schedule="constant", lambda_max=1.0, judge="cover",
-                                 score=o["score"], bounded=o["bounded"], empty_answer=o["empty_answer"],
-                                 agreement_wrong=o["agreement_wrong"], answers=[["Paris"]] * 8,
-                                 question=[CAPITAL] * 8)
+        settings = RewardSettings(eps=o["eps"], reading=o["reading"], lambda_schedule="constant", lambda_max=1.0,
+                                  judge="cover", score=o["score"], bounded=o["bounded"],
+                                  empty_answer=o["empty_answer"], agreement_wrong=o["agreement_wrong"])
+        got = calibration_reward(["q"] * 8, [" " + a for a in group], settings=settings, num_generations=8,
+                                 answers=[["Paris"]] * 8, question=[CAPITAL] * 8)
         assert np.allclose(got, _rcal(group, method)), (method, group, np.round(got, 3).tolist())
 
 

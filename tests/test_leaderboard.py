@@ -622,31 +622,3 @@ def test_tier_and_verification_stored(env):
     assert e["predictions_hash"] == sub.predictions_hash and e["model_args"] == sub.model_args
     with pytest.raises(ValueError, match="tier 'gold'"):
         DB.insert(con, validate_run(run_cls(env, "other", n=40, seed=5)), "m", "base", tier="gold")
-
-
-def test_committed_snapshot_holds_only_verified_entries():
-    """Issue 12: the seeded board in leaderboards/snapshot/ is built from `board evaluate` runs only, each with
-    the coverage the board computed, and its rendered table is the one this code renders from that database."""
-    from leaderboards import db as DB
-
-    snap = REPO / "leaderboards" / "snapshot"
-    # issue 25: the database (it would hold the spot-check secret) lives outside the served site folder
-    assert not list(snap.glob("*.sqlite*"))
-    con = sqlite3.connect(f"file:{REPO / 'leaderboards' / 'snapshot.sqlite'}?mode=ro", uri=True)
-    try:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(DB.SCHEMA_VERSION)
-        tiers = con.execute("SELECT id, model_name, tier FROM submissions").fetchall()
-        assert tiers, "the snapshot holds no submission"
-        assert all(t == "verified" for _, _, t in tiers), [r for r in tiers if r[2] != "verified"]
-        for vjson, in con.execute("SELECT verification FROM submissions"):
-            v = json.loads(vjson)
-            assert isinstance(v.get("job_id"), int) and v.get("settings"), v  # how the board ran it
-        rows = con.execute("SELECT coverage, n_docs, n_split FROM entries").fetchall()
-        assert {c for c, _, _ in rows} <= {"full", "partial"}
-        assert all((c == "full") == (n == n_split) for c, n, n_split in rows)
-    finally:
-        con.close()
-    board = json.loads((snap / "board.json").read_text())
-    models = [r for r in board["entries"] if not r.get("is_reference")]
-    assert {r["model_name"] for r in models} == {name for _, name, _ in tiers}
-    assert all(r.get("tier") == "verified" for r in models) and not board["not_shown"]

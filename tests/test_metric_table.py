@@ -1,4 +1,5 @@
-"""The one metric table: it drives the aggregations, every packaged YAML's metric_list, the reports and the CIs."""
+"""The one metric table: it drives the aggregations, every task's metric_list (filled in by the task classes), the
+reports and the CIs."""
 
 from __future__ import annotations
 
@@ -39,10 +40,11 @@ def _qa_records(n=120, seed=1):
 
 
 def test_every_packaged_yaml_metric_list_follows_the_table():
-    """Every metric a packaged task lists is aggregated by semcal_<metric> with the table's direction."""
+    """Every metric a packaged task declares (its YAML's own list, else its class's default) is aggregated by
+    semcal_<metric> with the table's direction."""
     seen = 0
     for path, cfg in iter_task_configs(TASKS_DIR):
-        for entry in cfg.get("metric_list") or []:
+        for entry in A.declared_metric_list(cfg):
             name = entry["metric"]
             assert name in T.HIGHER_IS_BETTER, f"{path}: {name} is not in the metric table"
             assert entry.get("aggregation") == A.AGGREGATIONS[name], f"{path}: {name} -> {entry.get('aggregation')}"
@@ -149,7 +151,7 @@ def _yaml(name):
     ("civil_comments/civil_comments_full_base.yaml", "soft", ()),
 ])
 def test_classification_yamls_declare_the_headline_metrics_with_stderrs(path, kind, params):
-    names = [e["metric"] for e in _yaml(path)["metric_list"]]
+    names = [e["metric"] for e in A.declared_metric_list(_yaml(path))]
     assert names == T.lm_eval_metric_names(kind, params)
     assert len([n for n in names if not n.endswith("_stderr")]) <= 7  # ~6 metrics a row in lm-eval's table
     assert not any(n.startswith("tuned_") or n.endswith(("_ci_lo", "_ci_hi")) for n in names)
@@ -166,10 +168,85 @@ def test_stock_process_results_emit_exactly_what_the_yaml_declares(family, task)
     spec.loader.exec_module(mod)
     doc = {"labels": [2], "toxicity": 0.4, "text": "x"}
     out = mod.process_mc_results(doc, [(-1.0, False), (-2.0, False)] + ([(-3.0, False)] * 26 if family == "goemotions" else []))
-    assert list(out) == [e["metric"] for e in _yaml(f"{family}/{task}.yaml")["metric_list"]]
+    assert list(out) == [e["metric"] for e in A.declared_metric_list(_yaml(f"{family}/{task}.yaml"))]
     from semcal_eval.harness.base import unwrap
 
     assert len({id(unwrap(v)) for v in out.values()}) == 1  # one record, every name
+
+
+def test_the_yamls_leave_metric_list_to_the_task_classes():
+    """A task with a semcal class declares the table's list for its records (TASK_METRICS) unless its YAML sets
+    its own; a YAML that copies the default fails (the class fills it in: delete the copy). Only a plain lm-eval
+    task (the stock multiple_choice *_base variants) must name its metrics, or lm-eval would fill acc/acc_norm."""
+    layouts = set()
+    for path, cfg in iter_task_configs(TASKS_DIR):
+        layout = A.config_layout(cfg)
+        if layout is None:
+            assert cfg.get("metric_list"), f"{path}: a plain lm-eval task must name its metric_list"
+            continue
+        layouts.add(layout)
+        default = A.default_metric_list(layout)
+        assert cfg.get("metric_list") != default, (
+            f"{path}: its metric_list copies the {layout} default that {cfg['class']} fills in; delete it")
+        if not cfg.get("metric_list"):
+            assert A.declared_metric_list(cfg) == default
+    assert layouts == set(T.TASK_METRICS)  # every default of the table is some packaged task's
+
+
+def test_each_layouts_default_reads_only_what_its_records_carry():
+    from semcal_eval.qa.settings import RECORD_FIELDS, QASettings
+
+    # the registry's reading of a YAML agrees with the classes' own settings
+    assert A.config_layout({"class": "!function utils.QATask"}) == QASettings().mode
+    assert A.config_layout({"class": "!function utils.SemSoftTask", "metadata": {"soft_field": "t"}}) == "soft"
+    assert A.config_layout({"class": "!function utils.SemSoftTask"}) == T.CLASSIFICATION
+    assert A.config_layout({"output_type": "multiple_choice"}) is None
+    assert set(RECORD_FIELDS) <= set(T.TASK_METRICS)
+    for mode, have in RECORD_FIELDS.items():
+        for n in T.TASK_METRICS[mode]:
+            m = T.METRICS[T.base_metric(n)]
+            assert m.needs == "any" and set(m.view) <= set(have), (mode, n)
+    for layout in (T.CLASSIFICATION, "soft"):
+        assert T.TASK_METRICS[layout] == tuple(T.lm_eval_metric_names(layout))
+    with pytest.raises(ValueError, match="no default metric_list for 'judged'.*TASK_METRICS"):
+        A.default_metric_list("judged")
+
+
+def _tiny_data(**kwargs):
+    from datasets import Dataset, DatasetDict
+
+    return DatasetDict({"eval": Dataset.from_list([
+        {"text": "a", "label": 0, "tox": 0.2, "qa_question": "q?", "qa_golds": ["a"]},
+        {"text": "b", "label": 1, "tox": 0.7, "qa_question": "r?", "qa_golds": ["b"]}])})
+
+
+def _tiny_semsoft(**metadata) -> dict:
+    return {"task": "tiny_semsoft", "custom_dataset": _tiny_data, "test_split": "eval", "doc_to_text": "{{text}}",
+            "doc_to_target": "label", "doc_to_choice": ["no", "yes"],
+            "metadata": {"version": 1.0, "recalibrate": False, "reference_predictors": False, "tune": False,
+                         **metadata}}
+
+
+def _tiny_qa(**metadata) -> dict:
+    return {"task": "tiny_qa", "custom_dataset": _tiny_data, "test_split": "eval", "output_type": "generate_until",
+            "doc_to_text": "{{qa_question}}", "doc_to_target": "{{qa_golds[0]}}",
+            "metadata": {"version": 3.0, **metadata}}
+
+
+def test_task_classes_fill_in_the_default_and_keep_an_override():
+    """Built tasks (what lm-eval logs as the run's config): no metric_list gives the table's list for the
+    records; a YAML's own list is kept as written."""
+    from semcal_eval.qa.task import QATask
+    from semcal_eval.semsoft.task import SemSoftTask
+
+    assert SemSoftTask(config=_tiny_semsoft()).config.metric_list == A.default_metric_list(T.CLASSIFICATION)
+    assert SemSoftTask(config=_tiny_semsoft(soft_field="tox")).config.metric_list == A.default_metric_list("soft")
+    for mode in ("agreement", "verbalized"):
+        assert QATask(config=_tiny_qa(mode=mode)).config.metric_list == A.default_metric_list(mode)
+    own = A.metric_list(["acc", "brier_mc"])
+    assert SemSoftTask(config={**_tiny_semsoft(), "metric_list": own}).config.metric_list == own
+    own = A.metric_list(["acc", "prr"])
+    assert QATask(config={**_tiny_qa(), "metric_list": own}).config.metric_list == own
 
 
 def test_reported_names_drop_parameters_a_row_did_not_fit_and_put_stderrs_last():

@@ -14,7 +14,7 @@ import pytest
 
 from semcal_eval import TASKS_DIR
 from semcal_eval.qa import conf_cluster_share, conf_entropy
-from semcal_eval.qa.task import QA_DEFAULTS, qa_settings
+from semcal_eval.qa.settings import QASettings
 from semcal_eval.harness.base import unwrap
 from semcal_eval.runs import row_record
 
@@ -86,12 +86,12 @@ def yaml_keys(path: Path) -> set[str]:
 
 def test_metric_lists_follow_the_metric_table():
     """Every metric_list entry is {metric: X, aggregation: semcal_X, higher_is_better: the table's value}."""
-    from semcal_eval.harness.aggregations import metric_list
+    from semcal_eval.harness.aggregations import declared_metric_list, metric_list
     from semcal_eval.harness.task_yaml import load_task_yaml
 
     for v in VARIANTS:
-        ml = load_task_yaml(TASKS_DIR / "nq_open" / f"nq_open_{v}.yaml")["metric_list"]
-        assert ml == metric_list([e["metric"] for e in ml]), v
+        ml = declared_metric_list(load_task_yaml(TASKS_DIR / "nq_open" / f"nq_open_{v}.yaml"))
+        assert ml and ml == metric_list([e["metric"] for e in ml]), v
 
 
 @pytest.mark.parametrize("ds", DATASETS)
@@ -109,7 +109,8 @@ def test_each_dataset_builds_requests(data_dir, ds):
     assert gk["do_sample"] is False and "temperature" not in gk
     assert sk["do_sample"] is True and sk["temperature"] == 0.7 and sk["top_k"] == 0 and sk["top_p"] == 1.0
     # QA sampling's top-k has its own name: "top_k" is Semantic Softmax's K in the same --metadata
-    assert qa_settings({"top_k": 50})["sample_top_k"] == 0 and qa_settings({"sample_top_k": 7})["sample_top_k"] == 7
+    assert QASettings.from_metadata({"top_k": 50}).sample_top_k == 0
+    assert QASettings.from_metadata({"sample_top_k": 7}).sample_top_k == 7
     assert gk["until"] == sk["until"] == ["\n", "Q:"] and gk["max_gen_toks"] == sk["max_gen_toks"] == 32
     ctx = greedy.arguments[0]
     assert ctx.endswith(f"Q: {greedy.doc['qa_question']}\nA:") and "short answer" in ctx
@@ -157,15 +158,23 @@ def test_gen_kwargs_cannot_override_sampling(data_dir):
 
 
 def test_settings_validation_and_k1():
-    assert qa_settings(None) == {**QA_DEFAULTS, "judges": None}
-    assert qa_settings({"judges": "f1+embed"})["judges"] == ["f1", "embed"]
+    """QASettings (semcal_eval.qa.settings): built and checked once from the task's metadata; a bad value names
+    its key and a --metadata that fixes it."""
+    assert QASettings.from_metadata(None) == QASettings() and QASettings().judges is None
+    assert QASettings.from_metadata(QASettings().as_metadata()) == QASettings()
+    assert QASettings.from_metadata({"judges": "f1+embed"}).judges == ("f1", "embed")
+    assert QASettings.from_metadata({"tau": 0.3, "num_samples": "5"}).num_samples == 5  # other tasks' keys: ignored
     with pytest.raises(ValueError, match="K ≥ 2"):
-        qa_settings({"num_samples": 1})
-    with pytest.raises(ValueError, match="judges"):
-        qa_settings({"judges": ["f1", "bleu"]})
-    with pytest.raises(ValueError, match="temperature"):
-        qa_settings({"temperature": 0})
-    assert qa_settings({"mode": "verbalized", "num_samples": 1})["num_samples"] == 1  # K unused there
+        QASettings.from_metadata({"num_samples": 1})
+    for bad, key in (({"judges": ["f1", "bleu"]}, "judges"), ({"temperature": 0}, "temperature"),
+                     ({"num_samples": 2.5}, "num_samples"), ({"estimator_calibration": "beta"}, "estimator_calibration"),
+                     ({"cluster_greedy": "yes"}, "cluster_greedy"), ({"mode": "chat"}, "mode"),
+                     ({"min_new_tokens": -1}, "min_new_tokens"), ({"estimators": "msp+bleurt"}, "estimators")):
+        with pytest.raises(ValueError, match=rf"QA task: {key}=.*--metadata '\{{\"{key}\": "):
+            QASettings.from_metadata(bad)
+    assert QASettings.from_metadata({"mode": "verbalized", "num_samples": 1}).num_samples == 1  # K unused there
+    with pytest.raises(AttributeError):  # frozen: checked once, never changed after
+        QASettings().num_samples = 1  # type: ignore[misc]
 
 
 def test_metadata_judges_replace_filters(data_dir):
@@ -291,10 +300,12 @@ def test_verbalized_filter(data_dir):
 def test_metric_needing_a_field_the_mode_lacks_fails_at_construction(data_dir):
     from lm_eval.tasks._yaml_loader import load_yaml
 
+    from semcal_eval.harness.aggregations import declared_metric_list
     from semcal_eval.qa.task import QATask
 
     cfg = load_yaml(TASKS_DIR / "nq_open" / "nq_open_verbalized.yaml")
-    cfg["metric_list"] = cfg["metric_list"] + [
+    # the mode's own metrics (the metric table's default), plus one the mode's records cannot feed
+    cfg["metric_list"] = declared_metric_list(cfg) + [
         {"metric": "ece_uw10_entropy", "aggregation": "semcal_ece_uw10_entropy", "higher_is_better": False}]
     with pytest.raises(ValueError, match=r"ece_uw10_entropy reads the record field\(s\) \['conf_entropy'\].*mode 'agreement'"):
         QATask(config=cfg)

@@ -87,15 +87,13 @@ def test_gold_tricks_need_the_gold_and_unknown_names_fail():
 def test_reward_options_are_the_shipped_configs():
     for method in ("csr", "csr_likelihood", "csr_spread"):
         opts = ADV.reward_options(method)
-        r = load_config(f"trainers/configs/{method}.yaml")["reward"]
+        cfg = load_config(f"trainers/configs/{method}.yaml")
         assert opts["method"] == method
-        for k in ("score", "reading", "bounded", "eps", "empty_answer", "agreement_wrong", "judge",
-                  "lambda_schedule", "lambda_max", "lambda_min"):
-            assert opts[k] == r[k], (method, k)
+        assert opts["settings"] == cfg.reward and opts["num_generations"] == cfg.grpo["num_generations"]
     # issue 31: csr is the paper's reward
-    p = ADV.reward_options("csr")
-    assert (p["score"], p["reading"], p["bounded"], p["eps"], p["empty_answer"], p["judge"], p["agreement_wrong"],
-            p["lambda_schedule"], p["lambda_min"], p["lambda_max"]) == (
+    p = ADV.reward_options("csr")["settings"]
+    assert (p.score, p.reading, p.bounded, p.eps, p.empty_answer, p.judge, p.agreement_wrong,
+            p.lambda_schedule, p.lambda_min, p.lambda_max) == (
         "log", "pairwise", False, 1e-3, "judge", "cover", "judge", "linear", 0.0, 0.1)
 
 
@@ -126,7 +124,7 @@ def test_paper_reward_matches_its_formula(comps):
     K = len(comps)
     opts = ADV.reward_options("csr")
     y, cal = ADV.group_rewards(comps, GOLD, Q, opts)  # no trainer state: λ = λ_max
-    ry, rcal = paper_rcal(comps, GOLD, Q, opts["lambda_max"], opts["eps"])
+    ry, rcal = paper_rcal(comps, GOLD, Q, opts["settings"].lambda_max, opts["settings"].eps)
     assert y.tolist() == ry
     assert cal == pytest.approx(rcal, abs=1e-12)
     assert correctness_reward(["p"] * K, comps, **cols(K)) == ry
@@ -169,7 +167,7 @@ def test_paper_bce_pays_a_wrong_rollout_for_scattering_by_hand():
     translation, and "not <gold>" (it agrees with neither). The gold listed beside the guess ("Lyon, Paris")
     now agrees with both the guess and the gold, so it is charged more than the honest guess."""
     opts = ADV.reward_options("csr")
-    lam, eps = opts["lambda_max"], opts["eps"]
+    lam, eps = opts["settings"].lambda_max, opts["settings"].eps
     group = ["Lyon"] * 4 + ["Paris"] * 4
     want = lam * 3 * (math.log1p(-eps) - math.log(eps)) / 7
     for name in ("suffix_1", "suffix_5", "prefix", "chatter", "hedge", "question_before", "question_after",
@@ -205,9 +203,9 @@ def test_spread_charges_padding_but_pays_translation_by_hand():
         assert ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3) == (0.0, 0.0), name
     for name in ("translation", "negation"):
         dy, dc = ADV.deviation_gain(name, group, 0, GOLD, Q, opts, n_draws=3)
-        assert dy == 0.0 and dc == pytest.approx(opts["lambda_max"] * 3 / 7, abs=1e-12), name
+        assert dy == 0.0 and dc == pytest.approx(opts["settings"].lambda_max * 3 / 7, abs=1e-12), name
     # a list with the gold shares the gold's word with every correct partner: charged more, never paid
     mixed = ["Lyon"] * 4 + ["Paris"] * 4
     _, dc = ADV.deviation_gain("list_or", mixed, 0, GOLD, Q, opts, n_draws=1)
     # before: 3 of 7 partners share "lyon"; after ("Paris or Lyon"): all 7 share "lyon" or "paris"
-    assert dc == pytest.approx(-opts["lambda_max"] * 4 / 7, abs=1e-12)
+    assert dc == pytest.approx(-opts["settings"].lambda_max * 4 / 7, abs=1e-12)

@@ -49,22 +49,22 @@ def _batch(kind: str):
 LAMBDA_MAX = 0.1
 
 
-def _cfg(name: str, *over: str) -> dict:
+def _cfg(name: str, *over: str) -> tcfg.TrainConfig:
     return tcfg.load_config(ROOT / f"trainers/configs/{name}.yaml", list(over))
 
 
-def _adv(cfg: dict, kind: str, step: int) -> np.ndarray:
+def _adv(cfg: tcfg.TrainConfig, kind: str, step: int) -> np.ndarray:
     funcs, weights = build_reward_funcs(cfg)
     prompts, comps, cols = _batch(kind)
-    st = SimpleNamespace(global_step=step, max_steps=cfg["grpo"]["max_steps"])
+    st = SimpleNamespace(global_step=step, max_steps=cfg.grpo["max_steps"])
     rpf = np.array([f(prompts, comps, None, st, **cols) for f in funcs], dtype=float).T
-    return grpo_advantages(rpf, cfg["grpo"]["num_generations"], weights, cfg["grpo"]["scale_rewards"])
+    return grpo_advantages(rpf, cfg.grpo["num_generations"], weights, cfg.grpo["scale_rewards"])
 
 
 def test_generation_batch_is_the_configs():
     from trl import GRPOConfig
 
-    g = _cfg("csr")["grpo"]
+    g = _cfg("csr").grpo
     args = GRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to=[], activation_checkpointing=False,
                       num_generations=g["num_generations"], per_device_train_batch_size=g["per_device_train_batch_size"],
                       gradient_accumulation_steps=g["gradient_accumulation_steps"])
@@ -87,10 +87,10 @@ def test_csr_equals_rlvr_at_lambda_zero_and_grows_with_lambda(kind):
     λ·(r_cal − group mean), exactly linear in λ = 0.1·t, in every batch — the all-right one included, where the
     correct "NYC" and "New York" rollouts disagree under the strict judge and the BCE charges each of them."""
     csr, rlvr = _cfg("csr"), _cfg("rlvr")
-    r = csr["reward"]
-    assert (csr["method"], r["score"], r["reading"], r["bounded"], r["lambda_schedule"], r["lambda_min"],
-            r["lambda_max"]) == ("csr", "log", "pairwise", False, "linear", 0.0, LAMBDA_MAX)
-    assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
+    r = csr.reward
+    assert (csr.method, r.score, r.reading, r.bounded, r.lambda_schedule, r.lambda_min,
+            r.lambda_max) == ("csr", "log", "pairwise", False, "linear", 0.0, LAMBDA_MAX)
+    assert csr.grpo["scale_rewards"] == rlvr.grpo["scale_rewards"] == "none"
     base = _adv(rlvr, kind, 0)
     assert np.abs(_adv(csr, kind, 0) - base).max() <= 1e-9  # λ(0) = 0
     steps = [1, 50, 250, 500]  # λ = 0.1·t: 0.0002, 0.01, 0.05, 0.1
@@ -106,7 +106,7 @@ def test_csr_equals_rlvr_at_lambda_zero_and_grows_with_lambda(kind):
         assert np.abs(adv[[0, 2, 3]]).max() <= 1e-12 and np.abs(adv[1]).max() > 0
         # by hand: "New York" (2 of 8) agrees with 1 of 7 partners, "NYC" (6 of 8) with 5 of 7; correct rollouts
         # score log a per partner, log(1 − ε) for agreeing and log ε for not: r = ((k·log(1 − ε) + (7 − k)·log ε)/7
-        e = r["eps"]
+        e = r.eps
         nyc = (5 * np.log1p(-e) + 2 * np.log(e)) / 7
         ny = (1 * np.log1p(-e) + 6 * np.log(e)) / 7
         mean = (6 * nyc + 2 * ny) / 8
@@ -132,10 +132,10 @@ def test_spread_schedules_in_every_batch(kind):
     (the charge on shared wrong answers: this is where the likelihood score alone is silent) and in the mixed
     one; in the all-right batch r_cal = K/K − 1 = 0 for every rollout, so CSR stays RLVR there at every λ."""
     shipped = _cfg("csr_spread")
-    assert (shipped["method"], shipped["reward"]["score"], shipped["reward"]["lambda_schedule"]) == (
+    assert (shipped.method, shipped.reward.score, shipped.reward.lambda_schedule) == (
         "csr_spread", "likelihood_spread", "constant")
     csr, rlvr = _cfg("csr_spread", "reward.lambda_schedule=linear"), _cfg("rlvr")
-    assert csr["reward"]["score"] == "likelihood_spread" and csr["reward"]["lambda_max"] == 1.0
+    assert csr.reward.score == "likelihood_spread" and csr.reward.lambda_max == 1.0
     base = _adv(rlvr, kind, 0)
     steps = [0, 1, 50, 250, 500]
     dev = np.array([np.abs(_adv(csr, kind, s) - base).max() for s in steps])
@@ -158,10 +158,10 @@ def test_likelihood_score_schedules_in_every_batch(kind):
     all-wrong and all-right batches r_cal is 0 for every rollout (nothing to share out), so CSR stays RLVR there
     at every λ; in the mixed batch the calibration part is λ·(r_cal − group mean), linear in λ."""
     shipped = _cfg("csr_likelihood")
-    assert (shipped["method"], shipped["reward"]["score"], shipped["reward"]["lambda_schedule"]) == (
+    assert (shipped.method, shipped.reward.score, shipped.reward.lambda_schedule) == (
         "csr_likelihood", "likelihood", "constant")
     csr, rlvr = _cfg("csr_likelihood", "reward.lambda_schedule=linear"), _cfg("rlvr")
-    assert csr["reward"]["score"] == "likelihood" and csr["reward"]["lambda_max"] == 1.0
+    assert csr.reward.score == "likelihood" and csr.reward.lambda_max == 1.0
     base = _adv(rlvr, kind, 0)
     steps = [0, 1, 50, 250, 500]
     dev = np.array([np.abs(_adv(csr, kind, s) - base).max() for s in steps])

@@ -90,13 +90,12 @@ def test_rd_config_prompt_and_tasks_match(data_dir):
     from trainers.train import build_reward_funcs
 
     cfg = tcfg.load_config(ROOT / "trainers/configs/rd.yaml")
-    tcfg.validate(cfg)
     check_eval_tasks(cfg)
     funcs, weights = build_reward_funcs(cfg)
     assert weights == [1.0] and funcs == [rd_reward]  # no options: correctness is the grader's, no judge
     assert tdata.make_prompt(" Who wrote Emma? ", "rd") == rd_prompt("Who wrote Emma?")
     with pytest.raises(ValueError, match="rd"):
-        check_eval_tasks(tcfg.apply_override(cfg, "evaluate.tasks=[hotpotqa_semagree]"))
+        check_eval_tasks(cfg.override("evaluate.tasks=[hotpotqa_semagree]"))
 
     from lm_eval.tasks import TaskManager
 
@@ -108,7 +107,7 @@ def test_rd_config_prompt_and_tasks_match(data_dir):
     for inst in task.instances:
         ctx, gen = inst.arguments
         assert ctx == tdata.make_prompt(inst.doc["qa_question"], "rd")  # byte for byte the training prompt
-        assert gen["until"] == ["\n"] and gen["max_gen_toks"] == cfg["grpo"]["max_completion_length"]
+        assert gen["until"] == ["\n"] and gen["max_gen_toks"] == cfg.grpo["max_completion_length"]
     outs = ["Answer: x, Confidence: 8", "no format", "Answer: y, Confidence: 80"]
     for inst, o in zip(task.instances, outs):
         inst.resps = [o]

@@ -129,9 +129,9 @@ def test_empty_answers_under_each_config():
     for method in ("csr_likelihood", "csr_spread"):
         out = _cal(comps, method)
         assert out[1] <= min(out[0], out[3]), method
-    paper = ADV.reward_options("csr")
+    paper = ADV.reward_options("csr")["settings"]
     out = _cal(comps, "csr")
-    assert out[1] == pytest.approx(paper["lambda_max"] * math.log1p(-paper["eps"]))
+    assert out[1] == pytest.approx(paper.lambda_max * math.log1p(-paper.eps))
     assert out[1] >= max(out[0], out[3]) - 1e-12
 
 

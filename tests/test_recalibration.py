@@ -92,23 +92,113 @@ def test_fit_errors():
         r.fit_temperature(z, y, bounds=(2.0, 3.0))
     with pytest.raises(ValueError, match="positive"):
         r.apply_temperature(z, 0.0)
-    with pytest.raises(ValueError, match="minimum"):
-        r.fit_platt(np.full(5, 0.5), [0, 1, 0, 1, 0])
-    with pytest.raises(ValueError, match="both classes"):
-        r.fit_platt(np.linspace(0.1, 0.9, 30), np.ones(30))
+    with pytest.raises(ValueError, match="shape mismatch"):
+        r.fit_platt(np.full(5, 0.5), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        r.fit_isotonic([0.5, 1.5], [0, 1])
+    with pytest.raises(ValueError, match="choose one of platt, isotonic"):
+        r.fit_posthoc("beta", [0.5, 0.6], [0, 1])
 
 
-def test_platt_matches_unregularised_logistic_regression():
-    rng = np.random.default_rng(7)
-    p = rng.uniform(0.02, 0.98, 600)
-    x = np.log(p / (1 - p))
-    y = (rng.uniform(size=600) < 1 / (1 + np.exp(-(0.5 * x - 0.3)))).astype(int)
+def _platt_data(n=600, seed=7):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.0, 1.0, n)
+    p[:20] = 0.0  # exact ends, as an agreement share has: read at the clip, logit(1e-3) = -6.9
+    p[20:40] = 1.0
+    x = np.log(np.clip(p, 1e-3, 1 - 1e-3) / (1 - np.clip(p, 1e-3, 1 - 1e-3)))
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-(0.5 * x - 0.3)))).astype(int)
+    return p, x, y
+
+
+def test_platt_is_the_maximum_likelihood_sigmoid_on_the_clipped_logit():
+    """Against an independent fit: the Bernoulli log-likelihood of sigmoid(a·logit(clip(p)) + b) maximised
+    directly with scipy (Nelder-Mead, no gradient, no regularisation), and sklearn's own sigmoid calibrator
+    (CalibratedClassifierCV(method="sigmoid") over a fixed score = logit(clip(p)))."""
+    from scipy.optimize import minimize
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.frozen import FrozenEstimator
+
+    p, x, y = _platt_data()
     fit = r.fit_platt(p, y)
-    lr = LogisticRegression(C=np.inf, tol=1e-10, max_iter=1000).fit(x[:, None], y)
-    assert fit.a == pytest.approx(lr.coef_[0, 0], rel=1e-3)
-    assert fit.b == pytest.approx(lr.intercept_[0], abs=1e-3)
-    assert fit.nll_after == pytest.approx(log_loss(y, y_proba=fit.apply(p)))
-    assert fit.nll_after < fit.nll_before
+
+    def nll(w):
+        s = w[0] * x + w[1]
+        return np.mean(np.logaddexp(0.0, s) - y * s)
+
+    ref = minimize(nll, x0=[1.0, 0.0], method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-14})
+    assert fit.a == pytest.approx(ref.x[0], abs=1e-4) and fit.b == pytest.approx(ref.x[1], abs=1e-4)
+    assert fit.a == pytest.approx(0.5, abs=0.15) and fit.b == pytest.approx(-0.3, abs=0.25)  # recovers the truth
+    assert fit.nll_after == pytest.approx(log_loss(y, fit.apply(p)))
+    assert fit.nll_after < fit.nll_before and fit.converged and not fit.one_class
+
+    class Score(ClassifierMixin, BaseEstimator):  # the clipped logit as a decision function
+        classes_ = np.array([0, 1])
+
+        def fit(self, X, y):
+            self.fitted_ = True
+            return self
+
+        def decision_function(self, X):
+            return np.log(np.clip(X[:, 0], 1e-3, 1 - 1e-3) / (1 - np.clip(X[:, 0], 1e-3, 1 - 1e-3)))
+
+        def predict(self, X):
+            return (self.decision_function(X) > 0).astype(int)
+
+    # one sigmoid on all documents (ensemble=False; the frozen score needs no fold); sklearn smooths the targets
+    # as Platt 1999 did ((N+ + 1) / (N+ + 2)), a difference of O(1/n) from the plain likelihood
+    cal = CalibratedClassifierCV(FrozenEstimator(Score().fit(p, y)), method="sigmoid", ensemble=False)
+    cal.fit(p[:, None], y)
+    grid = np.linspace(0, 1, 21)
+    assert np.allclose(fit.apply(grid), cal.predict_proba(grid[:, None])[:, 1], atol=5e-3)
+    lr = LogisticRegression(C=np.inf, tol=1e-10, max_iter=1000).fit(x[:, None], y)  # truly unregularised
+    assert fit.a == pytest.approx(lr.coef_[0, 0], rel=1e-4)
+
+
+def test_platt_soft_targets_are_the_bernoulli_cross_entropy_fit():
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.05, 0.95, 300)
+    x = np.log(p / (1 - p))
+    t = np.clip(1 / (1 + np.exp(-(1.5 * x + 0.4))) + rng.normal(0, 0.05, 300), 0, 1)
+    fit = r.fit_platt(p, t)
+    ref = minimize(lambda w: np.mean(np.logaddexp(0.0, w[0] * x + w[1]) - t * (w[0] * x + w[1])),
+                   x0=[1.0, 0.0], method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-14})
+    # lbfgs stops at sklearn's default tol (1e-4 on the gradient): a few 1e-4 in the slope
+    assert fit.a == pytest.approx(ref.x[0], abs=1e-3) and fit.b == pytest.approx(ref.x[1], abs=1e-3)
+    assert fit.a == pytest.approx(1.5, abs=0.1)
+
+
+def test_isotonic_is_the_pooled_adjacent_violators_fit():
+    """Against a hand-written pool-adjacent-violators: the least-squares increasing step function at the
+    fitted points, linear between distinct points, constant beyond them."""
+    p, _, y = _platt_data(n=80, seed=4)
+    p = np.round(p, 1)  # ties, as a discrete share has
+    fit = r.fit_isotonic(p, y)
+    xs = np.unique(p)
+    mean = [y[p == v].mean() for v in xs]
+    w = [float((p == v).sum()) for v in xs]
+    blocks = []  # [value, weight, count]
+    for m, k in zip(mean, w):
+        blocks.append([m, k, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, k2, c2), (m1, k1, c1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * k1 + m2 * k2) / (k1 + k2), k1 + k2, c1 + c2])
+    pav = np.concatenate([[v] * c for v, _, c in blocks])
+    assert np.allclose(fit.apply(xs), pav)
+    assert np.allclose(fit.apply([xs[0] - 1, xs[-1] + 1]), [pav[0], pav[-1]])  # constant beyond the fitted range
+    mid = (xs[0] + xs[1]) / 2
+    assert fit.apply([mid])[0] == pytest.approx((pav[0] + pav[1]) / 2)
+
+
+@pytest.mark.parametrize("method", ["platt", "isotonic"])
+def test_one_class_gives_the_base_rate(method):
+    fit = r.fit_posthoc(method, [0.1, 0.5, 0.9], [0, 0, 0])
+    assert fit.one_class and fit.apply([0.0, 0.3, 1.0]).tolist() == [0.0, 0.0, 0.0]
+    assert fit.params() == {"base_rate": 0.0}
+    soft = r.fit_posthoc(method, [0.1, 0.5, 0.9], [0.25, 0.25, 0.25])
+    assert soft.one_class and soft.apply([0.7]).tolist() == [0.25]
 
 
 def test_vector_scaling_improves_and_recovers_scale():
@@ -192,3 +282,22 @@ def test_log_zero_is_floored_below_every_finite_score():
     assert out[2] <= out[1] and out[2] > 0
     out = r.apply_temperature([[0.0, -1.0, -np.inf]], 1.0)[0]
     assert out[2] == pytest.approx(r.PROB_FLOOR * out[0], rel=1e-6)
+
+
+@pytest.mark.parametrize("method", ["platt", "isotonic"])
+def test_every_posthoc_caller_uses_the_one_definition(method):
+    """The QA estimators' cross-fitted rows, the trainer protocol's post-hoc rows and the warm-up targets map a
+    confidence exactly as fit_posthoc does (one Platt, one isotonic definition)."""
+    from semcal_eval.core.crossfit import splits
+    from semcal_eval.qa.estimators import crossfit_calibrate
+    from trainers.protocol import fit_map
+    from trainers.warmup import calibrated_targets
+
+    p, _, y = _platt_data(n=120, seed=11)
+    ref = r.fit_posthoc(method, p, y)
+    f, info = fit_map(method, p, y)
+    assert np.array_equal(f(p), ref.apply(p)) and {k: info[k] for k in ref.params()} == ref.params()
+    assert np.array_equal(calibrated_targets(p, y, method), ref.apply(p))
+    out = crossfit_calibrate(p, y, method=method)
+    for _, fit, app in splits(len(p), None):
+        assert np.array_equal(out[app], np.clip(r.fit_posthoc(method, p[fit], y[fit]).apply(p[app]), 0, 1))

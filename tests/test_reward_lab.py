@@ -157,12 +157,12 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("design", [L.RLVR, L.CSR, L.CSR_LIKELIHOOD, L.CSR_SPREAD], ids=lambda d: d.method)
 def test_named_designs_are_the_shipped_configs(design):
     cfg = load_config(ROOT / "trainers/configs" / f"{design.method}.yaml")
-    r = cfg["reward"]
+    r = cfg.reward
     for k in ("score", "reading", "bounded", "eps", "empty_answer", "agreement_wrong", "lambda_schedule",
               "lambda_max", "lambda_min"):
-        assert getattr(design, k) == r[k], k
+        assert getattr(design, k) == getattr(r, k), k
     assert design.judge == L.LAB_JUDGE  # the lab's worlds are judged by the strict judge, whatever the config says
-    assert design.scale_rewards == cfg["grpo"]["scale_rewards"]
+    assert design.scale_rewards == cfg.grpo["scale_rewards"]
     assert L.CHOSEN is L.CSR and design.weights == ([1.0] if design.method == "rlvr" else [1.0, 1.0])
     names = [d.name for d in L.DESIGNS]
     assert len(set(names)) == len(names)

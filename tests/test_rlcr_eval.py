@@ -33,7 +33,7 @@ def _task(name: str, **metadata):
     return _tm(**metadata).load([name])["tasks"][name]
 
 
-def _rlcr_cfg() -> dict:
+def _rlcr_cfg():
     from trainers.config import load_config
 
     return load_config(ROOT / "trainers/configs/rlcr.yaml")
@@ -46,7 +46,7 @@ def rlcr_tok():
 
     from trainers.train import resolve_model
 
-    return AutoTokenizer.from_pretrained(resolve_model(_rlcr_cfg()["model"]))
+    return AutoTokenizer.from_pretrained(resolve_model(_rlcr_cfg().model))
 
 
 # ---------------------------------------------------------------- the task files
@@ -71,19 +71,21 @@ def test_rlcr_tasks_are_one_template_with_rlcr_settings():
     assert cfg["doc_to_text"] == "!function utils.rlcr_doc_to_text"
     assert "semcal_qa_rlcr" in cfg["tag"]
     # the budget is the training budget of rlcr.yaml; no stop string at all (lm-eval adds EOS)
-    assert cfg["generation_kwargs"] == {"until": [], "max_gen_toks": _rlcr_cfg()["grpo"]["max_completion_length"],
+    assert cfg["generation_kwargs"] == {"until": [], "max_gen_toks": _rlcr_cfg().grpo["max_completion_length"],
                                         "do_sample": False}
-    # the verbalized task's metrics, all of which the rlcr record has
+    # the verbalized task's metrics, all of which the rlcr record has (the metric table's default for the mode)
+    from semcal_eval.harness.aggregations import declared_metric_list
+
     verb = load_task_yaml(TASKS_DIR / "nq_open" / "nq_open_verbalized.yaml")
-    assert cfg["metric_list"] == verb["metric_list"]
+    assert declared_metric_list(cfg) == declared_metric_list(verb)
 
 
 def test_metric_list_follows_the_metric_table():
-    from semcal_eval.harness.aggregations import metric_list
+    from semcal_eval.harness.aggregations import declared_metric_list, metric_list
     from semcal_eval.harness.task_yaml import load_task_yaml
 
-    ml = load_task_yaml(TASKS_DIR / "nq_open" / "nq_open_rlcr.yaml")["metric_list"]
-    assert ml == metric_list([e["metric"] for e in ml])
+    ml = declared_metric_list(load_task_yaml(TASKS_DIR / "nq_open" / "nq_open_rlcr.yaml"))
+    assert ml and ml == metric_list([e["metric"] for e in ml])
 
 
 def test_registered_next_to_the_other_variants():
@@ -110,7 +112,7 @@ def test_one_prompt_and_one_parser_shared_with_the_trainer(data_dir):
     for inst in task.instances:
         ctx, gen = inst.arguments
         # byte for byte the prompt GRPO trains an RLCR model on (plain prompt style, rlcr.yaml's)
-        assert ctx == tdata.make_prompt(inst.doc["qa_question"], "rlcr", _rlcr_cfg()["data"]["prompt_style"])
+        assert ctx == tdata.make_prompt(inst.doc["qa_question"], "rlcr", _rlcr_cfg().data.prompt_style)
         assert ctx.startswith(P.RLCR_SYSTEM_PROMPT)
         assert gen == {"until": [], "max_gen_toks": 256, "do_sample": False}
 
@@ -223,7 +225,7 @@ def test_rlcr_completions_parse_through_the_task(rlcr_task, rlcr_tok):
 
     task, tok = rlcr_task, rlcr_tok
     golds = [i.doc["qa_golds"][0] for i in task.instances]
-    budget = _rlcr_cfg()["grpo"]["max_completion_length"]
+    budget = _rlcr_cfg().grpo["max_completion_length"]
     comps = _completions(tok, golds, budget)
     lengths = [len(tok.encode(t, add_special_tokens=False)) for t, _, _ in comps]
     # every completion fits the training budget (GRPO cuts there too); many have ~200 tokens of reasoning
@@ -253,7 +255,7 @@ def test_the_verbalized_task_would_lose_most_confidences(data_dir, rlcr_tok):
     task = _task("nq_open_verbalized", split="validation")
     task.build_all_requests(limit=N_DOCS)
     comps = _completions(rlcr_tok, [i.doc["qa_golds"][0] for i in task.instances],
-                         _rlcr_cfg()["grpo"]["max_completion_length"])
+                         _rlcr_cfg().grpo["max_completion_length"])
     _, _, rate = _score(task, comps, rlcr_tok)
     assert rate < 0.5
 

@@ -131,6 +131,71 @@ def test_the_boards_metric_columns_are_the_metric_tables():
     assert T.RANK_METRICS == {m.name for m in T.METRICS.values() if m.rank}
 
 
+#: Hand-written metric lists still in other areas' code, to be derived from the metric table by their owners:
+#: (file, the literal's names). Listed here so that a new copy anywhere else fails.
+KNOWN_METRIC_LITERALS = {
+    ("semcal_eval/report.py", ("soft_brier", "brier_mc", "brier_conf")),  # markdown_table's Brier column
+    ("semcal_eval/report.py", ("ece_uw15", "acc", "brier_mc")),  # the τ-sweep plot's columns
+    ("semcal_eval/report.py", ("soft_ece", "soft_brier")),
+}
+
+
+def test_no_metric_list_is_written_outside_the_metric_table():
+    """A literal tuple / list / set naming two or more metrics of the table in the library, the board or the
+    trainers is a hand copy of a metric list: derive it from semcal_eval.core.metric_table (its ROLES and
+    role_metrics, TASK_METRICS, REPORT_EXTRAS, TUNING_CRITERIA, ROLE_BINS) so that a metric is added in one
+    place. Fitted parameters (tuned_*) are record fields, not metrics, and are not counted."""
+    from semcal_eval.core import metric_table as T
+
+    found = []
+    for root in ("semcal_eval", "leaderboards", "trainers"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            if rel == "semcal_eval/core/metric_table.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            exported = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)}
+            for node in ast.walk(tree):
+                if not isinstance(node, (ast.Tuple, ast.List, ast.Set)) or id(node) in exported:
+                    continue
+                names = tuple(e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+                if len(names) == len(node.elts) and sum(n in T.METRICS for n in names) >= 2:
+                    found.append((rel, node.lineno, names))
+    new = [f"{rel}:{line}: {names}" for rel, line, names in found if (rel, names) not in KNOWN_METRIC_LITERALS]
+    assert new == [], "hand-written metric lists; derive them from semcal_eval.core.metric_table:\n" + "\n".join(new)
+
+
+def test_the_metric_lists_of_the_apps_are_the_tables():
+    """The lists that used to be written by hand in each app are the table's views (the scan above keeps them so)."""
+    from leaderboards import ranking
+    from leaderboards.stages.dataset import SCORING_METADATA
+    from semcal_eval import report
+    from semcal_eval.core import metric_table as T
+    from semcal_eval.qa.settings import QASettings
+    from semcal_eval.semsoft import tuning
+    from trainers import protocol
+
+    assert ranking.ECE_BINS is T.ROLE_BINS and ranking.ECE_BINS == {"classification": 15, "confidence": 10}
+    assert ranking.RANKED_HIGHER == {r for r in ranking.RANKED if T.METRICS[T.ROLES["confidence"][r]].higher_is_better}
+    assert ranking.RANKED_HIGHER == {"prr"}
+    # tune_by: one proper score per records (hard labels, annotator fractions), each a table metric with a loss
+    assert tuning.CRITERIA == {"brier": ("brier_mc", "soft_brier"), "nll": ("nll", "soft_nll")}
+    for hard, soft in tuning.CRITERIA.values():
+        assert T.METRICS[hard].needs == "classification" and T.METRICS[soft].needs == "soft"
+        assert not T.METRICS[hard].higher_is_better and T.METRICS[hard].loss is not None
+    assert protocol.COLUMNS == T.role_metrics("confidence", ("acc", "ece", "brier", "auroc"))
+    assert report.JUDGE_BAND_METRICS == T.role_metrics("confidence", ("auroc", "prr", "ece"))
+    assert report.QA_EXTRA_COLUMNS == T.REPORT_EXTRAS["confidence"]
+    # the board's scoring-only metadata: every typed setting of the task classes, and no key that selects documents
+    assert {*SemSoftParams.keys(), *QASettings.keys(), "semsoft"} <= SCORING_METADATA
+    assert not {"band", "min_annotators"} & SCORING_METADATA  # Civil Comments' subset settings
+    typed = {*SemSoftParams.keys(), *QASettings.keys()}
+    stale = sorted(SCORING_METADATA - typed - {"semsoft", "soft_field", "split", "data_dir", "version", "pretrained",
+                                              "dtype", "config_source"})
+    assert stale == [], f"SCORING_METADATA names keys no task reads: {stale}"
+
+
 def test_one_normalised_target_and_public_validators():
     """The normalised multi-hot target is defined once (metrics.gold_target), and the record module validates
     through the metrics' public helpers, not their private ones."""

@@ -111,7 +111,7 @@ def test_calibrate_lists_the_wrapped_task_as_semcals(runs):
 
 # -- no model --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("target, choices, golds", [
-    (["Paris", " ", "the city of Paris"], None, ["Paris", "the city of Paris"]),
+    (["Paris", " ", "the city of Paris"], None, ["Paris", "the city of Paris"]), (["The", "a"], None, []),
     ("1988", None, ["1988"]), (1, ["no", "yes"], ["yes"]), (7, None, ["7"]), ([], None, []), (None, None, []),
 ])
 def test_golds_of(target, choices, golds):
@@ -129,7 +129,7 @@ def test_documents_without_gold_are_dropped_loudly(tmp_path, caplog):
     from lm_eval.tasks import TaskManager
 
     rows = ({"question": "a?", "answer": ["x"]}, {"question": "b?", "answer": []},
-            {"question": "c?", "answer": ["", "z"]})
+            {"question": "c?", "answer": ["", "z"]}, {"question": "d?", "answer": ["The", "a"]})
     (tmp_path / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     stock_yaml = (FIXTURES / "nq_stock_gen.yaml").read_text()
     (tmp_path / "t.yaml").write_text(stock_yaml.replace("{DATA}/nq_open/NQ-open.dev.jsonl", str(tmp_path / "qa.jsonl")))
@@ -140,4 +140,4 @@ def test_documents_without_gold_are_dropped_loudly(tmp_path, caplog):
             "nq_stock_semagree"]
     docs = list(task.eval_docs)
     assert [d["qa_golds"] for d in docs] == [["x"], ["z"]]
-    assert "1 of 3 documents have no gold" in caplog.text
+    assert "2 of 4 documents have no gold" in caplog.text  # ["The", "a"] normalises to nothing: dropped, counted

@@ -43,7 +43,7 @@ def test_the_configs_are_the_expected_set():
 
 #: the configs that build on this CPU; the vLLM ones need `pip install trl[vllm]` and a GPU (README), so they are
 #: not collected here rather than skipped
-CPU_CONFIGS = [p for p in CONFIGS if not load_config(p)["grpo"].get("use_vllm")]
+CPU_CONFIGS = [p for p in CONFIGS if not load_config(p).grpo.get("use_vllm")]
 
 
 def test_only_the_vllm_configs_are_left_to_a_gpu():
@@ -59,14 +59,12 @@ def test_every_config_builds_without_optional_packages(path):
     from trainers.train import build_grpo_config
 
     cfg = load_config(path, ["grpo.bf16=false", "grpo.use_cpu=true"])
-    assert "tensorboard" not in (cfg["grpo"]["report_to"] or []) or importlib.util.find_spec("tensorboard")
+    assert "tensorboard" not in (cfg.grpo["report_to"] or []) or importlib.util.find_spec("tensorboard")
     build_grpo_config(cfg)
     # asking for tensorboard without it installed fails with the one-line fix
     if importlib.util.find_spec("tensorboard") is None:
-        from trainers.config import apply_override
-
         with pytest.raises(ValueError, match=r"pip install tensorboard.*grpo.report_to=\[\]"):
-            build_grpo_config(apply_override(cfg, "grpo.report_to=[tensorboard]"))
+            build_grpo_config(cfg.override("grpo.report_to=[tensorboard]"))
 
 
 # ---------------------------------------------------------------- each method on its matching evaluation
@@ -76,9 +74,9 @@ def test_every_config_builds_without_optional_packages(path):
 def test_each_config_evaluates_on_its_methods_tasks(path):
     cfg = load_config(path)
     tasks = qa_tasks()
-    listed = cfg["evaluate"]["tasks"]
+    listed = cfg.evaluate.tasks
     assert listed
-    want = EVAL_MODE[cfg["method"]]
+    want = EVAL_MODE[cfg.method]
     assert all(t in tasks and tasks[t][0] == want for t in listed), (path.stem, listed)
     check_eval_tasks(cfg)
 
@@ -88,9 +86,9 @@ def test_methods_are_compared_on_the_same_datasets():
     by_method = {}
     for m in ("csr", "rlvr", "rlcr", "rd"):
         cfg = load_config(CONFIG_DIR / f"{m}.yaml")
-        by_method[m] = sorted(tasks[t][1] for t in cfg["evaluate"]["tasks"])
+        by_method[m] = sorted(tasks[t][1] for t in cfg.evaluate.tasks)
     assert by_method["csr"] == by_method["rlvr"] == by_method["rlcr"] == by_method["rd"] == ["hotpotqa", "nq_open"]
-    assert load_config(CONFIG_DIR / "rlcr.yaml")["evaluate"]["tasks"] == ["hotpotqa_rlcr", "nq_open_rlcr"]
+    assert load_config(CONFIG_DIR / "rlcr.yaml").evaluate.tasks == ("hotpotqa_rlcr", "nq_open_rlcr")
 
 
 @pytest.mark.parametrize("name", ["csr", "rlvr", "rlcr", "rd"])
@@ -98,13 +96,13 @@ def test_evaluation_generates_like_training(name):
     """The tasks a method is evaluated on stop where its rollouts stop and have its training budget."""
     cfg = load_config(CONFIG_DIR / f"{name}.yaml")
     task_cfgs = _task_cfgs()
-    for t in cfg["evaluate"]["tasks"]:
+    for t in cfg.evaluate.tasks:
         gk = task_cfgs[t]["generation_kwargs"]
-        assert gk["max_gen_toks"] == cfg["grpo"]["max_completion_length"], t
+        assert gk["max_gen_toks"] == cfg.grpo["max_completion_length"], t
         if name == "rlcr":
             assert gk["until"] == []  # EOS only, as training (no stop string may cut the confidence tag)
         else:
-            assert cfg["data"]["stop_at_newline"] and "\n" in gk["until"]  # the answer line, as training
+            assert cfg.data.stop_at_newline and "\n" in gk["until"]  # the answer line, as training
 
 
 def test_a_method_switched_on_the_command_line_must_switch_its_tasks(capsys):
@@ -148,13 +146,13 @@ def model_files():
 
     from trainers.train import resolve_model
 
-    names = {load_config(p)["model"] for p in CONFIGS}
+    names = {load_config(p).model for p in CONFIGS}
     assert len(names) == 1
     path = resolve_model(names.pop())
     return AutoTokenizer.from_pretrained(path), GenerationConfig.from_pretrained(path)
 
 
-def _rollout_stops(cfg: dict, tok, gen_config) -> tuple[set[int], object]:
+def _rollout_stops(cfg, tok, gen_config) -> tuple[set[int], object]:
     """The token ids that end a rollout on the path ``cfg`` generates with, after the trainer's stop set-up
     (trainers.train.apply_rollout_stops, as build_trainer runs it)."""
     from trainers.train import apply_rollout_stops, build_grpo_config
@@ -180,7 +178,7 @@ def test_rollouts_stop_at_the_same_tokens_on_both_paths(path, model_files):
     other, _ = _rollout_stops(load_config(path, CPU + [f"grpo.use_vllm={str(not args.use_vllm).lower()}"]), tok, gen)
     assert stops == other, path.stem
     eos = {tok.eos_token_id} | set(_eos_ids(gen.eos_token_id))
-    if cfg["method"] == "rlcr":
+    if cfg.method == "rlcr":
         assert stops == eos  # RLCR's blocks span lines: EOS or the budget ends it, as its tasks
     else:
         assert stops == eos | set(newline_token_ids(tok))  # the answer line, as the tasks' until "\n"

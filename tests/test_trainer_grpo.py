@@ -21,7 +21,7 @@ pytest.importorskip("trl")
 
 from datasets import Dataset  # noqa: E402
 
-from trainers.config import load_config  # noqa: E402
+from trainers.config import TrainConfig, load_config  # noqa: E402
 from trainers.data import build_dataset  # noqa: E402
 from trainers.train import build_trainer, read_metrics, train  # noqa: E402
 
@@ -47,7 +47,7 @@ ROWS = Dataset.from_dict(
 )
 
 
-def _cfg(out: Path, method: str, *extra: str) -> dict:
+def _cfg(out: Path, method: str, *extra: str) -> TrainConfig:
     return load_config(
         ROOT / "trainers/configs/cpu_smoke.yaml",
         [
@@ -66,7 +66,7 @@ def _cfg(out: Path, method: str, *extra: str) -> dict:
     )
 
 
-def _dataset(cfg: dict) -> Dataset:
+def _dataset(cfg: TrainConfig) -> Dataset:
     return build_dataset(cfg, rows=ROWS)
 
 
@@ -109,15 +109,15 @@ def test_two_grpo_steps_log_every_component(runs, method):
     if method == "csr":
         # linear λ(t) = lambda_max · global_step / max_steps, read when the step's rollouts are scored: 0, then ½·λ_max
         # (TRL logs metrics as float32)
-        r_ = cfg["reward"]
-        assert (r_["score"], r_["bounded"], r_["lambda_schedule"]) == ("log", False, "linear")
-        lam_max = r_["lambda_max"]
+        r_ = cfg.reward
+        assert (r_.score, r_.bounded, r_.lambda_schedule) == ("log", False, "linear")
+        lam_max = r_.lambda_max
         assert [r["csr/lambda"] for r in steps] == pytest.approx([0.0, 0.5 * lam_max], rel=1e-6, abs=0)
         # the ranges of r_cal: likelihood y·(K/n_c − 1) ∈ [0, K−1]; likelihood_spread adds −(1−y)·agreement, so
         # [−1, K−1]; the paper's BCE in nats [log ε, 0] (bounded: [−1, 0])
-        K = cfg["grpo"]["num_generations"]
-        log_lo = -1 if r_["bounded"] else math.log(r_["eps"]) * (1 + 1e-6)
-        lo, hi = {"likelihood": (0, K - 1), "likelihood_spread": (-1, K - 1), "log": (log_lo, 0)}[r_["score"]]
+        K = cfg.grpo["num_generations"]
+        log_lo = -1 if r_.bounded else math.log(r_.eps) * (1 + 1e-6)
+        lo, hi = {"likelihood": (0, K - 1), "likelihood_spread": (-1, K - 1), "log": (log_lo, 0)}[r_.score]
         assert all(math.isfinite(r["csr/r_cal"]) and lo <= r["csr/r_cal"] <= hi for r in steps)
         assert steps[0]["rewards/calibration_reward/mean"] == 0.0  # λ = 0 at the first step
     if method == "rlcr":
@@ -129,7 +129,8 @@ def test_two_grpo_steps_log_every_component(runs, method):
     gen = json.loads((final / "generation_config.json").read_text())
     assert gen.get("eos_token_id") in (2, [2])
     assert (Path(res["adapter_dir"]) / "adapter_config.json").is_file()
-    assert (Path(cfg["output_dir"]) / "checkpoint-2" / "semcal_train.yaml").is_file()
+    saved = Path(cfg.output_dir) / "checkpoint-2" / "semcal_train.yaml"
+    assert saved.is_file() and load_config(saved) == cfg  # the resolved config, read back as it was
 
 
 def test_rewards_move_the_policy(runs):
@@ -179,7 +180,7 @@ def test_resume_after_crash_matches_straight_run(tmp_path):
     del tr
     assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-2"]
 
-    b_cfg["resume_from_checkpoint"] = "auto"
+    b_cfg = b_cfg.override("resume_from_checkpoint=auto")
     b = train(b_cfg, train_dataset=_dataset(b_cfg))
     assert b["resumed_from"].endswith("checkpoint-2")
 
@@ -216,15 +217,14 @@ def test_checkpoint_loads_in_lm_eval(runs, data_dir):
 
     from trainers import pipeline
 
-    cfg = dict(cfg)
-    cfg["evaluate"] = {"enabled": True, "tasks": ["hotpotqa_semagree"], "limit": 2, "batch_size": 2,
-                       "metadata": {"num_samples": 2, "split": "validation"}, "extra_args": []}
+    cfg = cfg.merged({"evaluate": {"enabled": True, "tasks": ["hotpotqa_semagree"], "limit": 2, "batch_size": 2,
+                                   "metadata": {"num_samples": 2, "split": "validation"}, "extra_args": []}})
     cmd = pipeline.eval_command(cfg, res)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
            "SEMCAL_DATA_DIR": str(data_dir)}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = list((Path(cfg["output_dir"]) / "eval").rglob("results_*.json"))
+    results = list((Path(cfg.output_dir) / "eval").rglob("results_*.json"))
     assert results, done.stdout[-2000:]
     r = json.loads(results[0].read_text())["results"]["hotpotqa_semagree"]
     assert 0.0 <= r["acc,judge_f1"] <= 1.0 and "ece_uw15,judge_f1" in r
@@ -245,7 +245,7 @@ def test_two_processes_split_groups(tmp_path, data_dir):
                         capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr[-3000:]
     logs = [r for r in read_metrics(tmp_path / "gathered") if "reward" in r]
-    lam_max = load_config(ROOT / "trainers/configs/cpu_smoke.yaml")["reward"]["lambda_max"]
+    lam_max = load_config(ROOT / "trainers/configs/cpu_smoke.yaml").reward.lambda_max
     assert len(logs) == 1 and math.isfinite(logs[0]["csr/r_cal"])
     assert logs[0]["csr/lambda"] == pytest.approx(lam_max, rel=1e-6)  # λ ≡ λ_max, logged as float32
 
@@ -256,17 +256,14 @@ def test_two_processes_split_groups(tmp_path, data_dir):
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
-def _data_cfg(*extra: str) -> dict:
+def _data_cfg(*extra: str) -> TrainConfig:
     return load_config(ROOT / "trainers/configs/cpu_smoke.yaml", ["data.limit=null", *extra])
 
 
 def test_msmarco_config_validates_and_builds(caplog):
     """MS MARCO: questions from ``query``, golds from ``answers``; the fixture's row with an empty answer list is
     dropped with a logged count (the loader already skipped the rows without query text or answers)."""
-    from trainers.config import validate
-
     cfg = _data_cfg("data.dataset=msmarco", "data.split=validation", f"data.data_dir={FIXTURES}")
-    validate(cfg)
     with caplog.at_level("WARNING", logger="trainers.data"):
         ds = build_dataset(cfg)
     rows = [json.loads(line) for line in (FIXTURES / "msmarco/validation.jsonl").read_text().splitlines()]
@@ -318,18 +315,15 @@ def test_limit_counts_usable_rows():
 @pytest.mark.parametrize("name", ["squad", "goemotions"])
 def test_unknown_dataset_fails_validate_with_the_choices(name):
     from semcal_eval.data.fields import QA_FIELDS
-    from trainers.config import validate
 
     with pytest.raises(ValueError, match="data.dataset") as e:
-        validate(_data_cfg(f"data.dataset={name}"))
+        _data_cfg(f"data.dataset={name}")
     assert all(q in str(e.value) for q in QA_FIELDS)
 
 
 def test_unknown_data_key_fails_validate():
-    from trainers.config import validate
-
     with pytest.raises(ValueError, match=r"unknown data keys \['datadir'\]"):
-        validate(_data_cfg("data.datadir=/tmp"))
+        _data_cfg("data.datadir=/tmp")
 
 
 def test_rows_of_another_schema_are_an_error():

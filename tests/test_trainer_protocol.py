@@ -81,19 +81,19 @@ def test_protocol_configs_resolve(name, tmp_path):
 
     proto = PR.load_protocol(ROOT / "trainers/configs/protocol" / name)
     cfgs = {n: PR.run_config(proto, n, tmp_path) for n in proto["runs"]}
-    assert {c["method"] for c in cfgs.values()} == {"csr", "csr_spread", "csr_likelihood", "rlvr", "rlcr", "rd"}
+    assert {c.method for c in cfgs.values()} == {"csr", "csr_spread", "csr_likelihood", "rlvr", "rlcr", "rd"}
     assert {"base", "csr", "csr_spread", "csr_likelihood", "rlvr", "rlcr", "rd"} <= set(cfgs)
     # the ablations are variants of csr (the paper's reward) and say so in their name
     ablations = {n for n in cfgs if n.startswith("csr_ablation_")}
-    assert {cfgs[n]["method"] for n in ablations} == {"csr"} and len(ablations) == 2
-    ks = {c["grpo"]["num_generations"] for n, c in cfgs.items() if c["method"] == "csr"}
+    assert {cfgs[n].method for n in ablations} == {"csr"} and len(ablations) == 2
+    ks = {c.grpo["num_generations"] for n, c in cfgs.items() if c.method == "csr"}
     assert ks == {4, 8}  # the K ablation
-    sched = {c["reward"]["lambda_schedule"] for c in cfgs.values() if c["method"] == "csr"}
+    sched = {c.reward.lambda_schedule for c in cfgs.values() if c.method == "csr"}
     assert sched == {"linear", "constant"}  # the λ ablation
     for n, c in cfgs.items():
-        assert c["data"]["dataset"] == "hotpotqa" and c["output_dir"] == str(tmp_path / n)
-        assert not c["evaluate"]["enabled"] and not c["submit"]["enabled"]
-        assert c["grpo"]["per_device_train_batch_size"] % c["grpo"]["num_generations"] == 0
+        assert c.data.dataset == "hotpotqa" and c.output_dir == str(tmp_path / n)
+        assert not c.evaluate.enabled and not c.submit.enabled
+        assert c.grpo["per_device_train_batch_size"] % c.grpo["num_generations"] == 0
     ev = proto["eval"]
     assert ev["sets"] == list(PR.EVAL_SETS) and ev["num_fewshot"] == 0
     assert (ev["device"], ev["dtype"]) == {"paper.yaml": ("cuda", "bfloat16"), "cpu.yaml": ("cpu", "float32")}[name]
@@ -107,7 +107,7 @@ def test_protocol_configs_resolve(name, tmp_path):
     for n, c in cfgs.items():
         ds = build_dataset(c, rows=Dataset.from_list([{"id": "x", "question": q, "answer": "Jane Austen"}]))
         prompts[n] = ds["prompt"][0]
-        assert ds["prompt"][0] == make_prompt(q, c["method"], "plain", c["data"].get("prompt_template"))
+        assert ds["prompt"][0] == make_prompt(q, c.method, "plain", c.data.prompt_template)
         assert "Canberra" not in prompts[n] and "\n\nQuestion: Who wrote Emma?\n" in prompts[n], n
     assert prompts["csr"] == prompts["rlvr"] == prompts["base"] == PR.ZERO_SHOT_TEMPLATE.format(question=q)
 
@@ -155,7 +155,7 @@ def test_eval_command_honours_device_dtype_tasks_and_fit_slice(name, tmp_path):
         assert meta["num_samples"] == ev["num_samples"] and "split" not in meta  # each dataset's default split
         assert ("--include_path" in cmd) == (want == "semagree_zeroshot")
         if want != "semagree_zeroshot":
-            assert _arg(cmd, "--gen_kwargs") == f"max_gen_toks={cfg['grpo']['max_completion_length']}"
+            assert _arg(cmd, "--gen_kwargs") == f"max_gen_toks={cfg.grpo['max_completion_length']}"
     # the fit slice: exactly the named documents of the HotpotQA task (--samples), never --limit
     cfg = PR.run_config(proto, "csr", tmp_path)
     cmd = PR.eval_command(cfg, "/m", proto, tmp_path / "fit", tasks, ["hotpotqa"], {"hotpotqa": [1999, 1998]})

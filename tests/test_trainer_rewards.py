@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import unicodedata
+from dataclasses import fields
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +20,7 @@ import pytest
 
 from semcal_eval import qa
 from trainers import config as tcfg
+from trainers.config import RewardSettings
 from trainers.rewards import (
     GroupLayoutError,
     calibration_reward,
@@ -40,6 +42,27 @@ L1, L0 = math.log(1 - EPS), math.log(EPS)
 def cols(golds, question="Capital of France?", k=None):
     k = k or 1
     return {"answers": [golds] * k, "question": [question] * k}
+
+
+_OPTIONS = {f.name for f in fields(RewardSettings)}
+
+
+def cal_reward(prompts, comps, trainer_state=None, *, num_generations, **kw):
+    """calibration_reward with its keyword options built once into RewardSettings (the only form it takes)."""
+    opts = {k: kw.pop(k) for k in list(kw) if k in _OPTIONS}
+    return calibration_reward(prompts, comps, None, trainer_state, settings=RewardSettings(**opts),
+                              num_generations=num_generations, **kw)
+
+
+def gcs(A, y, eps=1e-3, reading="pairwise", *, empty=None, agreement_wrong=None, **opts):
+    """group_calibration_scores with the options as RewardSettings."""
+    return group_calibration_scores(A, y, RewardSettings(eps=eps, reading=reading, **opts), empty=empty,
+                                    agreement_wrong=agreement_wrong)
+
+
+def cs(A, y, *, empty=None, **opts):
+    """calibration_scores with the options as RewardSettings."""
+    return calibration_scores(A, y, RewardSettings(**opts), empty=empty)
 
 
 def rlcr(answer, conf, think="t", analysis="a"):
@@ -138,13 +161,13 @@ B1 = L1 / LB  # ≈ 0: a pair scored right, bounded
 def test_calibration_group_by_hand_default():
     # K=4, λ = λ_max = 0.1 (no trainer state): "Paris"≡"paris" correct, "Lyon" wrong and alone, "" empty.
     comps = ["Paris", "paris", "Lyon", ""]
-    out = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, **cols(["Paris"], k=4))
+    out = cal_reward(["p"] * 4, comps, num_generations=4, eps=EPS, **cols(["Paris"], k=4))
     # correct: one partner agrees (log(1 − ε)), two do not (log ε each); Lyon: nobody agrees, log(1 − ε) per
     # partner; the empty answer agrees with nobody either, so the formula scores it like Lyon
     expected = [(L1 + 2 * L0) / 3, (L1 + 2 * L0) / 3, L1, L1]
     assert out == pytest.approx([LAM * v for v in expected], abs=1e-12)
     # semcal's bounded scale with empty answers worst (λ = ½ on that scale)
-    bounded = calibration_reward(["p"] * 4, comps, num_generations=4, eps=EPS, lambda_max=0.5, **BOUNDED,
+    bounded = cal_reward(["p"] * 4, comps, num_generations=4, eps=EPS, lambda_max=0.5, **BOUNDED,
                                  **cols(["Paris"], k=4))
     assert bounded == pytest.approx([0.5 * v for v in [(B1 - 2) / 3, (B1 - 2) / 3, B1, -1.0]], abs=1e-12)
 
@@ -152,20 +175,20 @@ def test_calibration_group_by_hand_default():
 def test_calibration_group_by_hand_old_readings():
     comps = ["Paris", "paris", "Lyon", ""]
     kw = dict(num_generations=4, eps=EPS, lambda_max=1.0, **cols(["Paris"], k=4))
-    rollout = calibration_reward(["p"] * 4, comps, **OLD_SCORE, **kw)
+    rollout = cal_reward(["p"] * 4, comps, **OLD_SCORE, **kw)
     assert rollout == pytest.approx([math.log(1 / 3), math.log(1 / 3), L1, L1], abs=1e-12)
-    pairwise = calibration_reward(["p"] * 4, comps, **{**OLD_SCORE, "reading": "pairwise"}, **kw)
+    pairwise = cal_reward(["p"] * 4, comps, **{**OLD_SCORE, "reading": "pairwise"}, **kw)
     assert pairwise == pytest.approx([(L1 + 2 * L0) / 3] * 2 + [L1, L1], abs=1e-12)
     # pairwise ≤ rollout reading (Jensen: mean of logs ≤ log of mean)
     assert all(a <= b + 1e-12 for a, b in zip(pairwise, rollout))
     # bounded = unbounded / log(1/ε); Brier = −(y − p)² (rollout) or the mean squared pair error (pairwise)
-    bounded = calibration_reward(["p"] * 4, comps, **{**OLD_SCORE, "bounded": True}, **kw)
+    bounded = cal_reward(["p"] * 4, comps, **{**OLD_SCORE, "bounded": True}, **kw)
     assert bounded == pytest.approx([v / LB for v in rollout], abs=1e-12)
-    brier = calibration_reward(["p"] * 4, comps, **{**OLD_SCORE, "score": "brier"}, **kw)
+    brier = cal_reward(["p"] * 4, comps, **{**OLD_SCORE, "score": "brier"}, **kw)
     assert brier == pytest.approx([-(2 / 3) ** 2] * 2 + [-(EPS**2)] * 2, abs=1e-12)
-    brier_pw = calibration_reward(["p"] * 4, comps, score="brier", **kw)  # the empty answer as the formula gives it
+    brier_pw = cal_reward(["p"] * 4, comps, score="brier", **kw)  # the empty answer as the formula gives it
     assert brier_pw == pytest.approx([-2 / 3] * 2 + [0.0, 0.0], abs=1e-12)
-    brier_worst = calibration_reward(["p"] * 4, comps, score="brier", empty_answer="worst", **kw)
+    brier_worst = cal_reward(["p"] * 4, comps, score="brier", empty_answer="worst", **kw)
     assert brier_worst == pytest.approx([-2 / 3] * 2 + [0.0, -1.0], abs=1e-12)
 
 
@@ -176,17 +199,17 @@ def test_calibration_collapse_modes():
     trap = ["Zurich", "Zurich", "Zurich", "Bern"]
     # before: one wrong answer repeated scores log ε for all (no spread: no GRPO signal); all different and
     # wrong scores log(1-ε) ≈ 0, the supremum; a lone correct answer among a repeated wrong one gets log ε
-    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **OLD_SCORE, **kw) == pytest.approx([L0] * 4)
-    assert calibration_reward(["p"] * 4, diverse, **OLD_SCORE, **kw) == pytest.approx([L1] * 4)
-    assert calibration_reward(["p"] * 4, trap, **OLD_SCORE, **kw) == pytest.approx([math.log(1 / 3)] * 3 + [L0])
+    assert cal_reward(["p"] * 4, ["Zurich"] * 4, **OLD_SCORE, **kw) == pytest.approx([L0] * 4)
+    assert cal_reward(["p"] * 4, diverse, **OLD_SCORE, **kw) == pytest.approx([L1] * 4)
+    assert cal_reward(["p"] * 4, trap, **OLD_SCORE, **kw) == pytest.approx([math.log(1 / 3)] * 3 + [L0])
     # the paper's pairwise BCE: the same ordering (scatter is the best wrong state), per partner
-    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **kw) == pytest.approx([L0] * 4)
-    assert calibration_reward(["p"] * 4, diverse, **kw) == pytest.approx([L1] * 4)
-    assert calibration_reward(["p"] * 4, trap, **kw) == pytest.approx([(2 * L0 + L1) / 3] * 3 + [L0])
+    assert cal_reward(["p"] * 4, ["Zurich"] * 4, **kw) == pytest.approx([L0] * 4)
+    assert cal_reward(["p"] * 4, diverse, **kw) == pytest.approx([L1] * 4)
+    assert cal_reward(["p"] * 4, trap, **kw) == pytest.approx([(2 * L0 + L1) / 3] * 3 + [L0])
     # bounded: the same divided by log(1/ε), in [−1, 0]
-    assert calibration_reward(["p"] * 4, ["Zurich"] * 4, **BOUNDED, **kw) == pytest.approx([-1.0] * 4)
-    assert calibration_reward(["p"] * 4, diverse, **BOUNDED, **kw) == pytest.approx([B1] * 4)
-    assert calibration_reward(["p"] * 4, trap, **BOUNDED, **kw) == pytest.approx([(B1 - 2) / 3] * 3 + [-1.0])
+    assert cal_reward(["p"] * 4, ["Zurich"] * 4, **BOUNDED, **kw) == pytest.approx([-1.0] * 4)
+    assert cal_reward(["p"] * 4, diverse, **BOUNDED, **kw) == pytest.approx([B1] * 4)
+    assert cal_reward(["p"] * 4, trap, **BOUNDED, **kw) == pytest.approx([(B1 - 2) / 3] * 3 + [-1.0])
 
 
 def _group_advantages(comps, golds, lam, old=False, K=None, **opts):
@@ -198,7 +221,7 @@ def _group_advantages(comps, golds, lam, old=False, K=None, **opts):
     c = cols(golds, k=len(comps))
     y = correctness_reward(["p"] * len(comps), comps, **c)
     opts = dict(OLD_SCORE, **opts) if old else opts
-    cal = calibration_reward(["p"] * len(comps), comps, num_generations=K, lambda_schedule="constant",
+    cal = cal_reward(["p"] * len(comps), comps, num_generations=K, lambda_schedule="constant",
                              lambda_max=lam, **opts, **c)
     return grpo_advantages(np.stack([y, cal], axis=1), K, [1.0, 1.0], "group" if old else "none")
 
@@ -227,14 +250,12 @@ def test_lone_correct_rollout_keeps_a_positive_advantage():
 def _expected_reward(a, lam, K=8, **opts):
     """E[r_RLVR + λ·r_cal] per rollout for a question answered correctly with probability a, the wrong answers
     all different; exact over the number of correct rollouts n ~ Binomial(K, a)."""
-    from trainers.rewards import group_calibration_scores
-
     total = 0.0
     for n in range(K + 1):
         A = np.eye(K)
         A[:n, :n] = 1
         y = np.array([[1.0] * n + [0.0] * (K - n)])
-        r, _ = group_calibration_scores(A[None], y, 1e-3, **opts)
+        r, _ = gcs(A[None], y, 1e-3, **opts)
         total += math.comb(K, n) * a**n * (1 - a) ** (K - n) * float(np.mean(y[0] + lam * r[0]))
     return total
 
@@ -264,25 +285,25 @@ def test_empty_answers_under_the_formula_and_the_worst_option():
     kw = dict(num_generations=4, eps=EPS, **cols(["Bern"], k=4))
     # the paper's J (default empty_answer "judge"): reflexive, so two empty answers agree, and an all-empty group
     # is a repeated wrong answer, charged log ε per partner; a punctuation-only answer is empty too
-    out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", "..."], **kw)
+    out = cal_reward(["p"] * 4, ["", "Zurich", "Geneva", "..."], **kw)
     assert out == pytest.approx([LAM * (L0 + 2 * L1) / 3, LAM * L1, LAM * L1, LAM * (L0 + 2 * L1) / 3], abs=1e-12)
-    assert calibration_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([LAM * L0] * 4, abs=1e-12)
+    assert cal_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([LAM * L0] * 4, abs=1e-12)
     # semcal's rule "disagree" (before issue 41 the default): an empty answer agrees with nobody, so it scores like
     # a wrong answer that stands alone, log(1 − ε) per partner, the best a wrong rollout can get
     kw = dict(kw, empty_answer="disagree")
-    out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw)
+    out = cal_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw)
     assert out == pytest.approx([LAM * L1] * 4, abs=1e-12)
-    assert calibration_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([LAM * L1] * 4, abs=1e-12)
+    assert cal_reward(["p"] * 4, [""] * 4, **kw) == pytest.approx([LAM * L1] * 4, abs=1e-12)
     # ... where a repeated wrong answer is charged: "Zurich" ×2 agree once each (log ε of 3 partners)
-    out = calibration_reward(["p"] * 4, ["", "Zurich", "Zurich", ""], **kw)
+    out = cal_reward(["p"] * 4, ["", "Zurich", "Zurich", ""], **kw)
     assert out == pytest.approx([LAM * L1, LAM * (L0 + 2 * L1) / 3, LAM * (L0 + 2 * L1) / 3, LAM * L1], abs=1e-12)
     # empty_answer="worst" (bounded, λ = ½): an empty rollout gets the worst score; saying something does better
     kw_w = dict(kw, lambda_max=0.5, **BOUNDED)
-    out = calibration_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw_w)
+    out = cal_reward(["p"] * 4, ["", "Zurich", "Geneva", ""], **kw_w)
     assert out[0] == out[3] == pytest.approx(-0.5) and out[1] > out[0]
     # all-empty: the worst group there is, not the best
-    assert calibration_reward(["p"] * 4, [""] * 4, **kw_w) == pytest.approx([-0.5] * 4)
-    assert calibration_reward(["p"] * 4, [""] * 4, eps=EPS, num_generations=4, empty_answer="worst",
+    assert cal_reward(["p"] * 4, [""] * 4, **kw_w) == pytest.approx([-0.5] * 4)
+    assert cal_reward(["p"] * 4, [""] * 4, eps=EPS, num_generations=4, empty_answer="worst",
                               **cols(["Bern"], k=4)) == pytest.approx([LAM * L0] * 4)  # unbounded worst: log ε
     # so in a group of one empty answer and three different wrong ones, the empty one has the lowest advantage
     a = _group_advantages(["", "Zurich", "Geneva", "Basel"], ["Bern"], 0.5, **BOUNDED)
@@ -311,9 +332,9 @@ def test_calibration_matches_direct_formula_on_random_groups():
         K = rng.randint(2, 6)
         comps = [rng.choice(pool) for _ in range(K)]
         kw = dict(num_generations=K, eps=EPS, lambda_max=1.0, judge="strict", **cols(["Paris"], k=K))
-        old = calibration_reward(["p"] * K, comps, **OLD_SCORE, **kw)
-        paper = calibration_reward(["p"] * K, comps, empty_answer="disagree", **kw)
-        bounded = calibration_reward(["p"] * K, comps, **BOUNDED, **kw)
+        old = cal_reward(["p"] * K, comps, **OLD_SCORE, **kw)
+        paper = cal_reward(["p"] * K, comps, empty_answer="disagree", **kw)
+        bounded = cal_reward(["p"] * K, comps, **BOUNDED, **kw)
         exp_old, exp_paper, exp_bounded = [], [], []
         for j in range(K):
             agree = [_ref_agree(comps[j], comps[i]) for i in range(K) if i != j]
@@ -332,14 +353,14 @@ def test_calibration_matches_direct_formula_on_random_groups():
 def test_calibration_scores_edges():
     # K = 2, exact 0/1 agreements, ε at both extremes of its range
     A = np.array([[1, 1], [1, 1]])
-    r, p = calibration_scores(A, [1, 0], eps=1e-6, **OLD_SCORE)
+    r, p = cs(A, [1, 0], eps=1e-6, **OLD_SCORE)
     assert p.tolist() == [1 - 1e-6, 1 - 1e-6]
     assert r == pytest.approx([math.log(1 - 1e-6), math.log(1e-6)])
-    r, _ = calibration_scores(A, [1, 0], eps=1e-6)  # the paper's pairwise BCE: one partner, agreeing
+    r, _ = cs(A, [1, 0], eps=1e-6)  # the paper's pairwise BCE: one partner, agreeing
     assert r == pytest.approx([math.log(1 - 1e-6), math.log(1e-6)])
-    r, _ = calibration_scores(A, [1, 0], eps=1e-6, bounded=True)
+    r, _ = cs(A, [1, 0], eps=1e-6, bounded=True)
     assert r == pytest.approx([math.log(1 - 1e-6) / math.log(1e6), -1.0])
-    r, p = calibration_scores(np.eye(3), [0, 0, 0], eps=0.49)
+    r, p = cs(np.eye(3), [0, 0, 0], eps=0.49)
     assert np.all(np.isfinite(r)) and p.tolist() == [0.49] * 3
     rng = np.random.default_rng(0)
     A = rng.uniform(size=(50, 5, 5))
@@ -348,45 +369,45 @@ def test_calibration_scores_edges():
     for reading in ("rollout", "pairwise"):
         for empty_answer in ("disagree", "worst"):
             # raw log score in [log ε, 0] nats; bounded log and Brier in [−1, 0], on random soft agreements
-            r, _ = group_calibration_scores(A, y, 1e-3, reading, empty=empty, empty_answer=empty_answer)
+            r, _ = gcs(A, y, 1e-3, reading, empty=empty, empty_answer=empty_answer)
             assert r.min() >= math.log(1e-3) - 1e-12 and r.max() <= 0
             assert r.min() < -1  # the raw scale really is nats, not [−1, 0]
             for kw in (dict(score="log", bounded=True), dict(score="brier")):
-                r, _ = group_calibration_scores(A, y, 1e-3, reading, empty=empty, empty_answer=empty_answer, **kw)
+                r, _ = gcs(A, y, 1e-3, reading, empty=empty, empty_answer=empty_answer, **kw)
                 assert r.min() >= -1 - 1e-12 and r.max() <= 0
-    with pytest.raises(ValueError, match="score"):
-        calibration_scores(np.eye(2), [1, 0], score="spherical")
-    with pytest.raises(ValueError, match="empty_answer"):
-        calibration_scores(np.eye(2), [1, 0], empty_answer="skip")
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        calibration_scores(2 * np.eye(2), [1, 0])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):  # the data is checked on every call; the options are not
+        cs(2 * np.eye(2), [1, 0])
+    with pytest.raises(ValueError, match="K >= 2"):
+        cs(np.eye(1), [1])
 
 
 def test_lambda_schedules_and_weighting():
     st = SimpleNamespace(global_step=30, max_steps=100)
     kw = dict(num_generations=2, eps=EPS, **cols(["Paris"], k=2))
-    base = calibration_reward(["p"] * 2, ["Paris", "Lyon"], lambda_max=1.0, **kw)
+    base = cal_reward(["p"] * 2, ["Paris", "Lyon"], lambda_max=1.0, **kw)
     assert base == pytest.approx([L0, L1], abs=1e-12)  # Paris: its partner disagrees; Lyon: it disagrees, rightly
-    lin = calibration_reward(["p"] * 2, ["Paris", "Lyon"], trainer_state=st, lambda_max=2.0, **kw)
+    lin = cal_reward(["p"] * 2, ["Paris", "Lyon"], trainer_state=st, lambda_max=2.0, **kw)
     assert lin == pytest.approx([0.6 * v for v in base])
-    default = calibration_reward(["p"] * 2, ["Paris", "Lyon"], **kw)  # no trainer state: λ = λ_max = 0.1
+    default = cal_reward(["p"] * 2, ["Paris", "Lyon"], **kw)  # no trainer state: λ = λ_max = 0.1
     assert default == pytest.approx([0.1 * v for v in base])
-    at_30 = calibration_reward(["p"] * 2, ["Paris", "Lyon"], trainer_state=st, **kw)  # linear 0 → 0.1: λ = 0.03
+    at_30 = cal_reward(["p"] * 2, ["Paris", "Lyon"], trainer_state=st, **kw)  # linear 0 → 0.1: λ = 0.03
     assert at_30 == pytest.approx([0.03 * v for v in base])
-    assert lambda_at(st, "constant", lambda_max=0.7) == 0.7
-    assert lambda_at(st, "step", lambda_max=1.0, lambda_min=0.1, step_fraction=0.3) == 1.0
-    assert lambda_at(st, "step", lambda_max=1.0, lambda_min=0.1, step_fraction=0.31) == 0.1
-    assert lambda_at(SimpleNamespace(global_step=0, max_steps=10)) == 0.0
-    assert lambda_at(SimpleNamespace(global_step=15, max_steps=10)) == 1.0  # clipped at t = 1
+    R = RewardSettings
+    assert lambda_at(st, R(lambda_schedule="constant", lambda_max=0.7)) == 0.7
+    assert lambda_at(st, R(lambda_schedule="step", lambda_max=1.0, lambda_min=0.1, lambda_step_fraction=0.3)) == 1.0
+    assert lambda_at(st, R(lambda_schedule="step", lambda_max=1.0, lambda_min=0.1, lambda_step_fraction=0.31)) == 0.1
+    assert lambda_at(SimpleNamespace(global_step=0, max_steps=10), R(lambda_max=1.0)) == 0.0
+    assert lambda_at(SimpleNamespace(global_step=15, max_steps=10), R(lambda_max=1.0)) == 1.0  # clipped at t = 1
     for sched in ("linear", "constant", "step"):  # non-decreasing in t
-        vals = [lambda_at(SimpleNamespace(global_step=s, max_steps=20), sched, 1.5, 0.2) for s in range(21)]
+        opts = R(lambda_schedule=sched, lambda_max=1.5, lambda_min=0.2)
+        vals = [lambda_at(SimpleNamespace(global_step=s, max_steps=20), opts) for s in range(21)]
         assert all(b >= a for a, b in zip(vals, vals[1:]))
 
 
 def test_metrics_logged_through_trl_hooks():
     logged, extra = {}, {}
     st = SimpleNamespace(global_step=1, max_steps=4)
-    calibration_reward(
+    cal_reward(
         ["p"] * 2, ["Paris", "Paris"], trainer_state=st, num_generations=2, eps=EPS,
         log_metric=lambda k, v: logged.setdefault(k, v), log_extra=lambda k, v: extra.setdefault(k, v),
         **cols(["Paris"], k=2),
@@ -431,7 +452,7 @@ def _trainer_advantages(cfg, step, max_steps=500):
     prompts, comps, c = _rollout_batch()
     st = SimpleNamespace(global_step=step, max_steps=max_steps)
     rpf = np.array([f(prompts, comps, None, st, **c) for f in funcs]).T
-    return grpo_advantages(rpf, cfg["grpo"]["num_generations"], weights, cfg["grpo"].get("scale_rewards", "group"))
+    return grpo_advantages(rpf, cfg.grpo["num_generations"], weights, cfg.grpo.get("scale_rewards", "group"))
 
 
 def test_first_step_advantages_equal_rlvr_and_differ_later():
@@ -440,10 +461,10 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     after (λ = 0.1·1/500) they differ by O(λ) — not by O(1) as with group scaling — and later clearly."""
     # csr.yaml as shipped: the paper's BCE with its curriculum, λ linear 0 → 0.1
     csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.num_generations=4"])
-    assert (csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
+    assert (csr.reward.score, csr.reward.lambda_schedule, csr.reward.lambda_max) == (
         "log", "linear", 0.1)
     rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
-    assert csr["grpo"]["scale_rewards"] == rlvr["grpo"]["scale_rewards"] == "none"
+    assert csr.grpo["scale_rewards"] == rlvr.grpo["scale_rewards"] == "none"
     base = _trainer_advantages(rlvr, 0)
     assert np.all(base[4:16] == 0)  # all right, all wrong, all empty: RLVR has nothing to say
     first = _trainer_advantages(csr, 0)
@@ -455,7 +476,7 @@ def test_first_step_advantages_equal_rlvr_and_differ_later():
     # the all-wrong group with a repeated answer: RLVR is silent, CSR now pushes the repeated answer down
     assert np.all(base[28:32] == 0) and later[28] < 0 and later[29] < 0 and later[30] > 0 and later[31] > 0
     # with TRL's group scaling instead, λ = 0.1·1/500 already moves that group by O(1)
-    grouped = tcfg.apply_override(csr, "grpo.scale_rewards=group")
+    grouped = csr.override("grpo.scale_rewards=group")
     assert np.abs(_trainer_advantages(grouped, 1)[28:32]).max() > 0.5
 
 
@@ -464,9 +485,9 @@ def test_shipped_likelihood_spread_advantages_by_hand():
     share of its partners that give (or, by a shared content word, may give) its answer, an empty one −1;
     advantages are those rewards minus the group mean (scale_rewards: none). Worked by hand for _rollout_batch."""
     csr = tcfg.load_config(ROOT / "trainers/configs/csr_spread.yaml", ["grpo.num_generations=4"])
-    r_ = csr["reward"]
-    assert (csr["method"], r_["score"], r_["lambda_schedule"], r_["lambda_max"], r_["empty_answer"],
-            r_["agreement_wrong"], csr["grpo"]["scale_rewards"]) == (
+    r_ = csr.reward
+    assert (csr.method, r_.score, r_.lambda_schedule, r_.lambda_max, r_.empty_answer,
+            r_.agreement_wrong, csr.grpo["scale_rewards"]) == (
         "csr_spread", "likelihood_spread", "constant", 1.0, "worst", "overlap", "none")
     r = np.array([
         [1, 1, 1, 1],                  # all right: K/n_c = 1
@@ -490,7 +511,7 @@ def test_likelihood_advantages_from_the_definition():
     0 → 1 the first step equals RLVR and the advantages move by O(λ) after."""
     csr = tcfg.load_config(ROOT / "trainers/configs/csr_likelihood.yaml", ["grpo.num_generations=4"])
     rlvr = tcfg.load_config(ROOT / "trainers/configs/rlvr.yaml", ["grpo.num_generations=4"])
-    assert (csr["method"], csr["reward"]["score"], csr["reward"]["lambda_schedule"], csr["reward"]["lambda_max"]) == (
+    assert (csr.method, csr.reward.score, csr.reward.lambda_schedule, csr.reward.lambda_max) == (
         "csr_likelihood", "likelihood", "constant", 1.0)
     y = np.array(_trainer_advantages(rlvr, 0)).reshape(-1, 4)  # RLVR advantage y − mean(y)
     y = np.round(y + np.array([correctness_reward(*_rollout_batch()[:2], **_rollout_batch()[2])]).reshape(-1, 4)
@@ -499,7 +520,7 @@ def test_likelihood_advantages_from_the_definition():
     want = np.where(n_c > 0, y * 4 / np.maximum(n_c, 1) - 1, 0.0).reshape(-1)
     assert _trainer_advantages(csr, 123) == pytest.approx(want, abs=1e-12)
     assert np.all(want[4:16] == 0) and want.max() == pytest.approx(3.0)
-    linear = tcfg.apply_override(csr, "reward.lambda_schedule=linear")
+    linear = csr.override("reward.lambda_schedule=linear")
     base = _trainer_advantages(rlvr, 0)
     assert np.abs(_trainer_advantages(linear, 0) - base).max() <= 1e-12
     assert 0 < np.abs(_trainer_advantages(linear, 1) - base).max() <= 0.01
@@ -508,27 +529,68 @@ def test_likelihood_advantages_from_the_definition():
 @pytest.mark.parametrize(
     "kw, match",
     [
-        (dict(num_generations=1), "num_generations"),
-        (dict(num_generations=None), "num_generations"),
-        (dict(num_generations=2, eps=0.0), "eps"),
-        (dict(num_generations=2, eps=0.5), "eps"),
-        (dict(num_generations=2, eps=-1), "eps"),
-        (dict(num_generations=2, lambda_schedule="cosine"), "schedule"),
-        (dict(num_generations=2, lambda_min=0.5, lambda_max=0.1), "non-decreasing"),
-        (dict(num_generations=2, lambda_step_fraction=1.5), "lambda_step_fraction"),
-        (dict(num_generations=2, reading="mean"), "reading"),
+        (dict(eps=0.0), r"reward\.eps=0\.0 must lie in the open interval \(0, 0\.5\).*e\.g\. reward\.eps=0\.001"),
+        (dict(eps=0.5), r"reward\.eps=0\.5 must lie"),
+        (dict(eps=-1), r"reward\.eps=-1\.0 must lie"),
+        (dict(eps="tiny"), r"reward\.eps='tiny' must be a number"),
+        (dict(lambda_schedule="cosine"), r"reward\.lambda_schedule='cosine' is not one of linear, constant, step"),
+        (dict(lambda_min=0.5, lambda_max=0.1), "non-decreasing"),
+        (dict(lambda_min=-0.1, lambda_max=0.1), r"reward\.lambda_min=-0\.1 must be >= 0"),
+        (dict(lambda_step_fraction=1.5), r"reward\.lambda_step_fraction=1\.5 must lie in \[0, 1\]"),
+        (dict(lambda_max=float("nan")), r"reward\.lambda_max=nan must be a finite number"),
+        (dict(reading="mean"), r"reward\.reading='mean' is not one of rollout, pairwise"),
+        (dict(score="spherical"), r"reward\.score='spherical' is not one of"),
+        (dict(empty_answer="skip"), r"reward\.empty_answer='skip' is not one of"),
+        (dict(agreement_wrong="span"), r"reward\.agreement_wrong='span' is not one of"),
+        (dict(bounded=1), r"reward\.bounded=1 must be true/false"),
     ],
 )
-def test_bad_options_are_clear_errors(kw, match):
+def test_bad_options_are_refused_when_the_settings_are_built(kw, match):
+    """Every reward option is checked once, when RewardSettings is built (from a config or directly), with the
+    key, the value and a fix in the message."""
     with pytest.raises(ValueError, match=match):
-        calibration_reward(["p"] * 2, ["a", "b"], **cols(["a"], k=2), **kw)
+        RewardSettings(**kw)
+
+
+def test_reward_functions_take_only_the_built_settings(monkeypatch):
+    """The reward functions read the typed settings and never check them again: they refuse any other form of
+    the options (a dict, loose keywords), and calling them builds (so checks) no settings."""
+    c = cols(["a"], k=2)
+    with pytest.raises(TypeError, match="RewardSettings"):
+        calibration_reward(["p"] * 2, ["a", "b"], settings={"eps": 0.01}, num_generations=2, **c)
+    with pytest.raises(TypeError, match=r"reward option\(s\) \['eps'\] as keywords"):
+        calibration_reward(["p"] * 2, ["a", "b"], settings=RewardSettings(), num_generations=2, eps=0.7, **c)
+    with pytest.raises(TypeError, match="settings"):
+        calibration_reward(["p"] * 2, ["a", "b"], num_generations=2, **c)  # no default options either
+    with pytest.raises(TypeError, match="RewardSettings"):
+        group_calibration_scores(np.ones((1, 2, 2)), np.ones((1, 2)), {"eps": 0.01})
+    cfg = tcfg.load_config(ROOT / "trainers/configs/csr_spread.yaml", ["grpo.num_generations=4"])
+    from trainers.train import build_reward_funcs
+
+    funcs, _ = build_reward_funcs(cfg)
+    checks = []
+    real = tcfg._Section.__post_init__
+    monkeypatch.setattr(tcfg._Section, "__post_init__", lambda self: checks.append(self) or real(self))
+    prompts, comps, c = _rollout_batch()
+    for step in (0, 1, 2):
+        out = funcs[1](prompts, comps, None, SimpleNamespace(global_step=step, max_steps=3), **c)
+        assert len(out) == len(comps)
+    assert checks == []  # no settings built or checked per call
+    RewardSettings()
+    assert len(checks) == 1  # (the spy does see a build)
+
+
+def test_a_group_of_one_rollout_is_a_clear_error():
+    with pytest.raises(ValueError, match="num_generations"):
+        calibration_reward(["p"] * 2, ["Paris", "Lyon"], settings=RewardSettings(), num_generations=1,
+                           **cols(["Paris"], k=2))
 
 
 def test_split_group_is_a_clear_error():
     with pytest.raises(GroupLayoutError, match="not a multiple of num_generations"):
-        calibration_reward(["p"] * 3, ["a", "b", "c"], num_generations=2, **cols(["a"], k=3))
+        cal_reward(["p"] * 3, ["a", "b", "c"], num_generations=2, **cols(["a"], k=3))
     with pytest.raises(GroupLayoutError, match="do not share one prompt"):
-        calibration_reward(["p", "q", "q", "p"], ["a"] * 4, num_generations=2, **cols(["a"], k=4))
+        cal_reward(["p", "q", "q", "p"], ["a"] * 4, num_generations=2, **cols(["a"], k=4))
 
 
 def test_unparseable_and_empty_completions_have_finite_rewards():
@@ -537,8 +599,8 @@ def test_unparseable_and_empty_completions_have_finite_rewards():
     c = cols(["Paris"], k=n)
     for f, kw in [
         (correctness_reward, {}),
-        (calibration_reward, dict(num_generations=n)),
-        (calibration_reward, dict(num_generations=2, reading="pairwise")),
+        (cal_reward, dict(num_generations=n)),
+        (cal_reward, dict(num_generations=2, reading="pairwise")),
         (rlcr_format_reward, {}),
         (rlcr_correctness_reward, {}),
         (rlcr_brier_reward, {}),
@@ -587,22 +649,27 @@ def test_rlcr_format_strictness():
 
 def test_config_override_and_validation(tmp_path):
     cfg = tcfg.load_config(ROOT / "trainers/configs/csr.yaml", ["grpo.max_steps=3", "reward.eps=1e-2", "method=rlvr"])
-    assert cfg["grpo"]["max_steps"] == 3 and cfg["reward"]["eps"] == 0.01 and cfg["method"] == "rlvr"
-    tcfg.validate(cfg)
+    assert cfg.grpo["max_steps"] == 3 and cfg.reward.eps == 0.01 and cfg.method == "rlvr"
+    assert isinstance(cfg, tcfg.TrainConfig) and isinstance(cfg.reward, RewardSettings)
     for bad, match in [
-        ("method=ppo", "method"),
-        ("grpo.num_generations=1", "num_generations"),
-        ("reward.eps=0.7", "eps"),
-        ("reward.lambda_schedule=exp", "schedule"),
+        ("method=ppo", r"method='ppo' is not one of csr, .*e\.g\. method=csr"),
+        ("grpo.num_generations=1", "grpo.num_generations"),
+        ("reward.eps=0.7", r"reward\.eps=0\.7 must lie in the open interval \(0, 0\.5\)"),
+        ("reward.lambda_schedule=exp", r"reward\.lambda_schedule='exp' is not one of"),
+        ("lora.r=0", r"lora\.r=0 must be >= 1: e\.g\. lora\.r=16"),
+        ("warmup_sft.steps=two", r"warmup_sft\.steps='two' must be an integer"),
+        ("data.prompt_template=Q", r"data\.prompt_template=Q must contain the placeholder \{question\}"),
     ]:
+        with pytest.raises(ValueError, match=match):  # refused when the config is built
+            cfg.override(bad)
         with pytest.raises(ValueError, match=match):
-            tcfg.validate(tcfg.apply_override(cfg, bad))
+            tcfg.load_config(ROOT / "trainers/configs/csr.yaml", [bad])
     with pytest.raises(ValueError, match="key.sub=value"):
-        tcfg.apply_override(cfg, "grpo.max_steps")
+        cfg.override("grpo.max_steps")
     with pytest.raises(ValueError, match="unknown reward keys"):
-        tcfg.validate(tcfg.apply_override(cfg, "reward.lambda_mx=0.3"))
+        cfg.override("reward.lambda_mx=0.3")
     with pytest.raises(ValueError, match="scale_rewards"):
-        tcfg.validate(tcfg.apply_override(cfg, "grpo.scale_rewards=std"))
+        cfg.override("grpo.scale_rewards=std")
     csr = tcfg.load_config(ROOT / "trainers/configs/csr.yaml")
     for bad, match in [
         ("reward.empty_answer=skip", "empty_answer"),
@@ -612,7 +679,31 @@ def test_config_override_and_validation(tmp_path):
         ("reward.match=span", "unknown reward keys"),  # the match option is gone (issue 31)
     ]:
         with pytest.raises(ValueError, match=match):
-            tcfg.validate(tcfg.apply_override(csr, bad))
+            csr.override(bad)
+    # built once, frozen: a change is a new config, checked again
+    with pytest.raises(AttributeError):
+        csr.reward.eps = 0.7
+    with pytest.raises(TypeError, match="override"):
+        csr.grpo["num_generations"] = 1
+    assert csr.override("reward.eps=0.01").reward.eps == 0.01 and csr.reward.eps == 1e-3
+
+
+def test_the_cli_refuses_a_bad_value_before_anything_runs(capsys):
+    from trainers.cli import main
+
+    assert main([str(ROOT / "trainers/configs/csr.yaml"), "reward.eps=0.7", "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert "reward.eps=0.7 must lie in the open interval (0, 0.5)" in err and "e.g. reward.eps=0.001" in err
+
+
+def test_resolved_config_round_trips_through_yaml():
+    """What semcal_train.yaml and --print-config write (as_dict) reads back as the same config."""
+    import yaml
+
+    for path in sorted((ROOT / "trainers/configs").glob("*.yaml")):
+        cfg = tcfg.load_config(path, ["evaluate.metadata={num_samples: 2}"])
+        assert tcfg.TrainConfig.from_dict(yaml.safe_load(yaml.safe_dump(cfg.as_dict(), sort_keys=False))) == cfg
+    assert "metadata" not in tcfg.load_config(None).as_dict()["evaluate"]  # optional keys only when set
 
 
 #: CSR as the paper writes it (arXiv 2605.15588): pairwise BCE of each partner's strict-judge agreement against the
@@ -631,15 +722,13 @@ def test_csr_reward_is_the_papers():
     from trainers.rewards import CSR_METHODS
 
     for cfg in (tcfg.load_config(None), tcfg.load_config(ROOT / "trainers/configs/csr.yaml")):
-        assert cfg["method"] == "csr"
-        assert {k: cfg["reward"][k] for k in PAPER} == PAPER
-        assert cfg["grpo"]["scale_rewards"] == "none"
-    sig = inspect.signature(calibration_reward).parameters
-    assert {k: sig[k].default for k in PAPER} == PAPER
-    for f in (group_calibration_scores, calibration_scores):
-        sig = inspect.signature(f).parameters
-        assert {k: sig[k].default for k in ("score", "reading", "bounded", "eps", "empty_answer")} == {
-            k: PAPER[k] for k in ("score", "reading", "bounded", "eps", "empty_answer")}
+        assert cfg.method == "csr"
+        assert {k: getattr(cfg.reward, k) for k in PAPER} == PAPER
+        assert cfg.grpo["scale_rewards"] == "none"
+    # the reward settings' own defaults (one table, trainers.config) are the paper's; the functions have none
+    assert {k: getattr(RewardSettings(), k) for k in PAPER} == PAPER
+    for f in (calibration_reward, group_calibration_scores, calibration_scores):
+        assert inspect.signature(f).parameters["settings"].default is inspect.Parameter.empty
     assert CSR_METHODS["csr"] == {"score": "log", "reading": "pairwise"}
     for lab in (policy_lab.CHOSEN, reward_lab.CHOSEN):
         assert lab.method == "csr"
@@ -655,16 +744,15 @@ def test_a_method_name_promises_its_score():
     for bad in ("reward.score=likelihood", "reward.score=likelihood_spread", "reward.score=brier",
                 "reward.reading=rollout"):
         with pytest.raises(ValueError, match="promises"):
-            tcfg.validate(tcfg.apply_override(csr, bad))
+            csr.override(bad)
     for name, score in (("csr_likelihood", "likelihood"), ("csr_spread", "likelihood_spread")):
         cfg = tcfg.load_config(ROOT / f"trainers/configs/{name}.yaml")
-        assert cfg["method"] == name and cfg["reward"]["score"] == score
-        tcfg.validate(cfg)
+        assert cfg.method == name and cfg.reward.score == score
         with pytest.raises(ValueError, match="promises"):
-            tcfg.validate(tcfg.apply_override(cfg, "reward.score=log"))
+            cfg.override("reward.score=log")
     # the options the paper fixes may still be tuned under its name: λ, ε, bounded, empty answers
     for ok in ("reward.lambda_max=0.05", "reward.eps=1e-2", "reward.bounded=true", "reward.empty_answer=worst"):
-        tcfg.validate(tcfg.apply_override(csr, ok))
+        csr.override(ok)
 
 
 def test_group_layout_check_uses_trl_arithmetic():
@@ -692,6 +780,7 @@ _DIST_SCRIPT = textwrap.dedent(
     """
     import json, os, sys
     import torch.distributed as dist
+    from trainers.config import RewardSettings
     from trainers.rewards import calibration_reward, GroupLayoutError
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -700,11 +789,11 @@ _DIST_SCRIPT = textwrap.dedent(
     comps = ["Paris", "Paris", "Rome", "Bern", "Oslo", "Oslo"]
     golds = [["Paris"]] * 2 + [["Bern"]] * 2 + [["Oslo"]] * 2
     sl = slice(rank * 3, rank * 3 + 3)
-    kw = dict(num_generations=2, eps=0.01, answers=golds[sl], question=prompts[sl])
+    kw = dict(num_generations=2, answers=golds[sl], question=prompts[sl])
     out = {"rank": rank}
-    out["gathered"] = calibration_reward(prompts[sl], comps[sl], gather_groups=True, **kw)
+    out["gathered"] = calibration_reward(prompts[sl], comps[sl], settings=RewardSettings(eps=0.01, gather_groups=True), **kw)
     try:
-        calibration_reward(prompts[sl], comps[sl], gather_groups=False, **kw)
+        calibration_reward(prompts[sl], comps[sl], settings=RewardSettings(eps=0.01), **kw)
         out["error"] = None
     except GroupLayoutError as e:
         out["error"] = str(e)
@@ -725,7 +814,7 @@ def test_two_process_groups_gathered_or_rejected(tmp_path):
     import json
 
     outs = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
-    single = calibration_reward(
+    single = cal_reward(
         ["a", "a", "b", "b", "c", "c"], ["Paris", "Paris", "Rome", "Bern", "Oslo", "Oslo"], num_generations=2,
         eps=0.01, answers=[["Paris"]] * 2 + [["Bern"]] * 2 + [["Oslo"]] * 2, question=["a", "a", "b", "b", "c", "c"],
     )
@@ -742,10 +831,9 @@ def test_two_process_groups_gathered_or_rejected(tmp_path):
 @pytest.mark.parametrize("path", sorted((ROOT / "trainers/configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_example_configs_resolve(path):
     cfg = tcfg.load_config(path)
-    tcfg.validate(cfg)
-    assert cfg["method"] in tcfg.METHODS
+    assert cfg.method in tcfg.METHODS
     if path.name == "cpu_smoke.yaml":  # the CPU path: fp32, no activation checkpointing, CPU device
-        g = cfg["grpo"]
+        g = cfg.grpo
         assert g["use_cpu"] and not g["bf16"] and not g["activation_checkpointing"]
 
 
@@ -771,5 +859,5 @@ def test_training_dataset_from_hotpotqa_sample(data_dir):
         assert row["answers"] and all(a.strip() for a in row["answers"])
     again = build_dataset(cfg)
     assert again["question"] == ds["question"]  # seeded shuffle: same rows every time
-    rlcr_ds = build_dataset(tcfg.apply_override(cfg, "method=rlcr"))
+    rlcr_ds = build_dataset(cfg.override("method=rlcr"))
     assert all("<confidence>" in p for p in rlcr_ds["prompt"])

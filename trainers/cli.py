@@ -15,7 +15,7 @@ import sys
 
 import yaml
 
-from trainers.config import METHODS
+from trainers.config import METHODS, TrainConfig
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,9 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def resolve(argv: list[str] | None = None) -> tuple[dict, argparse.Namespace]:
-    """Parse arguments into a validated config."""
-    from trainers.config import check_data_source, load_config, validate
+def resolve(argv: list[str] | None = None) -> tuple[TrainConfig, argparse.Namespace]:
+    """Parse arguments into a config, checked when built (:func:`trainers.config.load_config`)."""
+    from trainers.config import check_data_source, check_warmup, load_config
 
     args = _parser().parse_args(argv)
     config, overrides = args.config, []
@@ -63,14 +63,11 @@ def resolve(argv: list[str] | None = None) -> tuple[dict, argparse.Namespace]:
     if args.submit is not None:
         overrides.append(f"submit.enabled={str(args.submit).lower()}")
     cfg = load_config(config, overrides)
-    validate(cfg)
     check_data_source(cfg)  # e.g. msmarco on a mirror without its training split: stop before any model loads
-    if cfg["evaluate"].get("enabled"):
+    if cfg.evaluate.enabled:
         from trainers.pipeline import check_eval_tasks
 
         check_eval_tasks(cfg)  # before training: e.g. --method rlcr on csr.yaml's agreement tasks
-    from trainers.config import check_warmup
-
     check_warmup(cfg)
     return cfg, args
 
@@ -87,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"semcal-train: error: {e}", file=sys.stderr)
         return 2
     if args.print_config:
-        print(yaml.safe_dump(cfg, sort_keys=False), end="")
+        print(yaml.safe_dump(cfg.as_dict(), sort_keys=False), end="")
         return 0
 
     from trainers import pipeline
@@ -100,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if result.get("model_dir") or result.get("adapter_dir"):
         print(f"semcal-train: saved {result.get('model_dir') or result.get('adapter_dir')}", flush=True)
-    if not (cfg["evaluate"]["enabled"] and (result.get("model_dir") or result.get("adapter_dir"))):
+    if not (cfg.evaluate.enabled and (result.get("model_dir") or result.get("adapter_dir"))):
         return 0  # non-zero ranks return here: only rank 0 saves, evaluates and submits
     eval_dir = pipeline.evaluate(cfg, result)
-    if cfg["submit"]["enabled"]:
+    if cfg.submit.enabled:
         rc = pipeline.submit(cfg, eval_dir)
         if rc not in (None, 0):
             return rc

@@ -49,8 +49,8 @@ def make_prompt(question: str, method: str, style: str = "plain", template: str 
     return text
 
 
-def build_dataset(cfg: dict, rows: Dataset | None = None) -> Dataset:
-    """The GRPO training dataset of a config (``cfg["data"]``).
+def build_dataset(cfg, rows: Dataset | None = None) -> Dataset:
+    """The GRPO training dataset of a config (a :class:`trainers.config.TrainConfig`; its ``data`` and ``method``).
 
     ``rows`` (default: ``semcal_eval.data.load(data.dataset, data.split, data.data_dir)``) must be in the hub
     schema of ``data.dataset``. After a seeded shuffle (``data.shuffle_seed``), the first ``data.limit`` rows
@@ -58,16 +58,16 @@ def build_dataset(cfg: dict, rows: Dataset | None = None) -> Dataset:
     (:func:`semcal_eval.data.fields.qa_golds`) are dropped and their count logged as a warning. No row left is
     an error.
     """
-    d = cfg["data"]
-    name = d["dataset"]
+    d = cfg.data
+    name = d.dataset
     qa_fields(name)  # a clear error for a dataset that is not QA, before loading anything
     if rows is None:
         from semcal_eval.data import load
 
-        rows = load(name, split=d["split"], data_dir=d.get("data_dir"))
-    if d.get("shuffle_seed") is not None:
-        rows = rows.shuffle(seed=int(d["shuffle_seed"]))
-    limit = int(d["limit"]) if d.get("limit") else None
+        rows = load(name, split=d.split, data_dir=d.data_dir)
+    if d.shuffle_seed is not None:
+        rows = rows.shuffle(seed=d.shuffle_seed)
+    limit = d.limit
     questions, golds = [], []
     seen = 0
     for row in rows:
@@ -81,11 +81,11 @@ def build_dataset(cfg: dict, rows: Dataset | None = None) -> Dataset:
     if len(questions) < seen:
         log.warning(
             "%s[%s]: dropped %d of %d training rows without question text or a usable gold answer "
-            "(unanswerable/empty; they cannot be rewarded)", name, d["split"], seen - len(questions), seen)
+            "(unanswerable/empty; they cannot be rewarded)", name, d.split, seen - len(questions), seen)
     if not questions:
         raise ValueError(
-            f"{name}[{d['split']}]: none of the {seen} rows has both question text and a usable gold answer "
+            f"{name}[{d.split}]: none of the {seen} rows has both question text and a usable gold answer "
             "(semcal_eval.data.fields.qa_golds); choose another data.split or data.dataset"
         )
-    prompts = [make_prompt(q, cfg["method"], d["prompt_style"], d.get("prompt_template")) for q in questions]
+    prompts = [make_prompt(q, cfg.method, d.prompt_style, d.prompt_template) for q in questions]
     return Dataset.from_dict({"prompt": prompts, "question": questions, "answers": golds})

@@ -63,18 +63,19 @@ from pathlib import Path
 
 import yaml
 
+# the post-hoc maps (names, Platt's clip) are the one recalibration module's
+from semcal_eval.core import metric_table as T
+from semcal_eval.core.recalibration import PLATT_EPS, POSTHOC_METHODS  # noqa: F401  (PLATT_EPS re-exported)
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "trainers" / "configs"
 TRAIN_START = 2000
 EVAL_SETS = ("hotpotqa", "triviaqa", "nq_open", "msmarco")
 SUFFIX = {"agreement": "semagree_zeroshot", "rlcr": "rlcr", "rd": "rd"}
 FILTER = {"agreement": "judge_f1", "rlcr": "rlcr", "rd": "rd"}
-COLUMNS = ("acc", "ece_uw10", "brier_conf", "auroc_conf")
+#: the protocol table's metrics: the QA records' accuracy, ECE, Brier and AUROC roles (metric_table.ROLES)
+COLUMNS = T.role_metrics(T.CONFIDENCE, ("acc", "ece", "brier", "auroc"))
 DEFAULT_CONFIG = CONFIGS / "protocol" / "paper.yaml"
-POSTHOC_METHODS = ("platt", "isotonic")
-#: Platt scaling reads logit(conf) with conf clipped to [PLATT_EPS, 1 − PLATT_EPS] (an agreement confidence is
-#: often exactly 0 or 1)
-PLATT_EPS = 1e-3
 #: The zero-shot short-answer instructions of the agreement methods (csr and its variants, rlvr, base), in the
 #: style of RLCR's and RD's prompts (instructions, a blank line, ``Question: <q>``); the model answers after
 #: ``Answer (a few words):`` and stops at the newline. That cue, not a bare ``Answer:``, because SmolLM2-135M
@@ -238,22 +239,23 @@ def _mode(method: str) -> str:
     return EVAL_MODE[method]
 
 
-def run_config(proto: dict, name: str, out: Path) -> dict:
-    """The trainer config of run ``name``: its method config ← ``common`` ← the run's ``set``, output in
-    OUT/name; the agreement methods train on :data:`ZERO_SHOT_TEMPLATE` (the protocol's one prompt setting)."""
-    from trainers.config import load_config, validate
+def run_config(proto: dict, name: str, out: Path):
+    """The trainer config (:class:`trainers.config.TrainConfig`) of run ``name``: its method config ← ``common``
+    ← the run's ``set``, output in OUT/name; the agreement methods train on :data:`ZERO_SHOT_TEMPLATE` (the
+    protocol's one prompt setting)."""
+    from trainers.config import load_config
 
     spec = proto["runs"][name] or {}
     cfg_path = CONFIGS / spec.get("config", f"{name}.yaml")
     overrides = [*proto["common"], *(spec.get("set") or []), f"output_dir={out / name}",
                  "evaluate.enabled=false", "submit.enabled=false"]
     cfg = load_config(cfg_path, overrides)
-    if _mode(cfg["method"]) == "agreement":
-        if cfg["data"].get("prompt_style", "plain") != "plain":
+    if _mode(cfg.method) == "agreement":
+        if cfg.data.prompt_style != "plain":
             raise ProtocolError(f"run {name}: data.prompt_style must be plain (the zero-shot evaluation tasks "
                                 "read plain-text prompts)")
-        cfg["data"]["prompt_template"] = ZERO_SHOT_TEMPLATE  # trained on the prompt it is evaluated with
-    validate(cfg)
+        # trained on the prompt it is evaluated with
+        cfg = cfg.merged({"data": {"prompt_template": ZERO_SHOT_TEMPLATE}})
     return cfg
 
 
@@ -302,19 +304,19 @@ def _data_dir(proto: dict, out: Path, sets: list[str]) -> Path:
     return d
 
 
-def eval_command(cfg: dict, model_dir: str, proto: dict, out_dir: Path, include_path: Path | None = None,
+def eval_command(cfg, model_dir: str, proto: dict, out_dir: Path, include_path: Path | None = None,
                  sets: list[str] | None = None, docs: dict[str, list[int]] | None = None) -> list[str]:
     """The lm-eval command of one run: ``sets`` (default ``eval.sets``), the first ``eval.limit`` documents of
     each, or exactly the documents ``docs`` names per set (lm-eval ``--samples``; the post-hoc fit slice), on
     ``eval.device`` with ``eval.dtype``."""
     ev = proto["eval"]
-    mode = _mode(cfg["method"])
-    tasks = eval_tasks(cfg["method"], list(sets or ev["sets"]))
+    mode = _mode(cfg.method)
+    tasks = eval_tasks(cfg.method, list(sets or ev["sets"]))
     meta = {"num_samples": int(ev["num_samples"]), "estimators": [], "estimator_calibration": None}
     cmd = [sys.executable, "-m", "semcal_eval", "--model", "hf-semsoft",
            "--model_args", f"pretrained={model_dir},dtype={ev['dtype']}", "--tasks", ",".join(tasks.values()),
            "--batch_size", str(int(ev["batch_size"])), "--device", str(ev["device"]),
-           "--output_path", str(out_dir), "--log_samples", "--seed", str(int(cfg["seed"])),
+           "--output_path", str(out_dir), "--log_samples", "--seed", str(cfg.seed),
            "--metadata", json.dumps(meta)]
     if docs is None:
         cmd += ["--limit", str(int(ev["limit"]))]
@@ -323,7 +325,7 @@ def eval_command(cfg: dict, model_dir: str, proto: dict, out_dir: Path, include_
     if mode == "agreement":
         cmd += ["--include_path", str(include_path or write_zero_shot_tasks(out_dir.parent / "_tasks"))]
     else:  # the verbalised methods are read at their training budget
-        cmd += ["--gen_kwargs", f"max_gen_toks={int(cfg['grpo']['max_completion_length'])}"]
+        cmd += ["--gen_kwargs", f"max_gen_toks={int(cfg.grpo['max_completion_length'])}"]
     return cmd
 
 
@@ -351,8 +353,6 @@ def doc_tokens(tok, row: dict, mode: str) -> tuple[int, int, int]:
 
 
 def _metric_cells(records: list[dict]) -> dict:
-    from semcal_eval.core import metric_table as T
-
     m = T.compute_all(records, COLUMNS, ci_names=COLUMNS) if records else {}
     return {c: [m.get(c, float("nan")), m.get(f"{c}_ci_lo"), m.get(f"{c}_ci_hi")] for c in COLUMNS}
 
@@ -409,39 +409,26 @@ def read_eval(out_dir: Path, method: str, sets: list[str], tok, limit: int | Non
 def fit_map(method: str, conf, correct) -> tuple[Callable, dict]:
     """A confidence → P(correct) map fitted on (conf, correct) pairs, and its parameters (JSON).
 
-    ``platt``: logistic regression (scikit-learn, effectively unregularised: C = 1e6) of correctness on
-    logit(conf), conf clipped to [:data:`PLATT_EPS`, 1 − PLATT_EPS]; ``isotonic``: isotonic regression
-    (increasing, clipped to [0, 1] and outside the fitted range). A fit slice with one class gives the constant
-    base rate (``"one_class": true``): there is nothing to rank on.
+    ``platt`` / ``isotonic``: the one definition of each, :func:`semcal_eval.core.recalibration.fit_platt`
+    (logistic regression of correctness on logit(conf), conf clipped to [PLATT_EPS, 1 − PLATT_EPS], effectively
+    unregularised) and :func:`~semcal_eval.core.recalibration.fit_isotonic` (increasing, clipped to [0, 1] and
+    outside the fitted range). A fit slice with one class gives the constant base rate (``"one_class": true``):
+    there is nothing to rank on.
     """
     import numpy as np
+
+    from semcal_eval.core import recalibration
 
     x = np.asarray(conf, dtype=float)
     y = np.asarray(correct, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or not len(x):
         raise ValueError(f"fit_map needs one confidence and one 0/1 label per question, got {x.shape} and {y.shape}")
-    info = {"method": method, "n": int(len(x)), "n_correct": int(y.sum()), "one_class": bool(y.min() == y.max())}
-    if info["one_class"]:
-        rate = float(y.mean())
-        info["base_rate"] = rate
-        return (lambda c: np.full(len(np.asarray(c, dtype=float)), rate)), info
-    if method == "platt":
-        from scipy.special import logit
-        from sklearn.linear_model import LogisticRegression
-
-        def feat(c):
-            return logit(np.clip(np.asarray(c, dtype=float), PLATT_EPS, 1 - PLATT_EPS))[:, None]
-
-        m = LogisticRegression(C=1e6).fit(feat(x), y.astype(int))
-        info.update(a=float(m.coef_[0, 0]), b=float(m.intercept_[0]))
-        return (lambda c: m.predict_proba(feat(c))[:, 1]), info
-    if method == "isotonic":
-        from sklearn.isotonic import IsotonicRegression
-
-        m = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(x, y)
-        info.update(x=[float(v) for v in m.X_thresholds_], y=[float(v) for v in m.y_thresholds_])
-        return (lambda c: m.predict(np.asarray(c, dtype=float))), info
-    raise ProtocolError(f"post-hoc method {method!r}: choose from {', '.join(POSTHOC_METHODS)}")
+    if method not in POSTHOC_METHODS:
+        raise ProtocolError(f"post-hoc method {method!r}: choose from {', '.join(POSTHOC_METHODS)}")
+    fit = recalibration.fit_posthoc(method, x, y)
+    info = {"method": method, "n": int(len(x)), "n_correct": int(y.sum()), "one_class": fit.one_class,
+            **fit.params()}
+    return fit.apply, info
 
 
 def posthoc_sets(sets: dict, fit_items: list[list], method: str) -> tuple[dict, dict]:
@@ -459,7 +446,7 @@ def posthoc_sets(sets: dict, fit_items: list[list], method: str) -> tuple[dict, 
     return out, info
 
 
-def evaluate_run(cfg: dict, model_dir: str, proto: dict, out: Path, name: str, tok, kind: str = "eval",
+def evaluate_run(cfg, model_dir: str, proto: dict, out: Path, name: str, tok, kind: str = "eval",
                  docs: dict[str, list[int]] | None = None) -> dict:
     """Run lm-eval on ``model_dir`` into OUT/name/<kind> (kind ``fit``: the documents ``docs`` names) and read
     it back (:func:`read_eval`)."""
@@ -472,7 +459,7 @@ def evaluate_run(cfg: dict, model_dir: str, proto: dict, out: Path, name: str, t
     (out / name).mkdir(parents=True, exist_ok=True)  # a `train: false` run has no training folder
     with open(out / name / f"{kind}.log", "w") as log:
         subprocess.run(cmd, check=True, env=env, stdout=log, stderr=subprocess.STDOUT)
-    return read_eval(eval_dir, cfg["method"], sets, tok, with_questions=docs is not None)
+    return read_eval(eval_dir, cfg.method, sets, tok, with_questions=docs is not None)
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -563,13 +550,13 @@ def format_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _summary(cfg: dict, trained: bool) -> str:
-    g, r = cfg["grpo"], cfg["reward"]
-    s = f"{cfg['method']}, K={g['num_generations']}, {g['max_steps']} steps" if trained else f"{cfg['method']}, base model"
-    if cfg["method"].startswith("csr"):
-        s += f", score {r['score']}, λ {r['lambda_schedule']} to {r['lambda_max']}"
-    if trained and (cfg.get("warmup_sft") or {}).get("enabled"):
-        s += f", warm-up {cfg['warmup_sft']['steps']} steps"
+def _summary(cfg, trained: bool) -> str:
+    g, r = cfg.grpo, cfg.reward
+    s = f"{cfg.method}, K={g['num_generations']}, {g['max_steps']} steps" if trained else f"{cfg.method}, base model"
+    if cfg.method.startswith("csr"):
+        s += f", score {r.score}, λ {r.lambda_schedule} to {r.lambda_max}"
+    if trained and cfg.warmup_sft.enabled:
+        s += f", warm-up {cfg.warmup_sft.steps} steps"
     return s
 
 
@@ -631,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
         check_disjoint(list(ds["question"]), eval_qs)  # before any model is trained
         check_disjoint(list(ds["question"]), [q for _, q in fit], ("training", "post-hoc fit"))
         report["train"]["questions"] = len(ds)
-        tok = tok or AutoTokenizer.from_pretrained(resolve_model(cfg["model"]))
+        tok = tok or AutoTokenizer.from_pretrained(resolve_model(cfg.model))
         t = time.time()
         if trained:
             print(f"[protocol] {name}: training ({_summary(cfg, True)}) on {len(ds)} HotpotQA questions", flush=True)
@@ -640,10 +627,10 @@ def main(argv: list[str] | None = None) -> int:
             if not model_dir:
                 raise ProtocolError(f"run {name} saved no merged model (set lora.merge_on_save: true)")
         else:
-            model_dir = resolve_model(cfg["model"])
+            model_dir = resolve_model(cfg.model)
         train_s = time.time() - t
         sets = evaluate_run(cfg, model_dir, proto, out, name, tok)
-        entry = {"method": cfg["method"], "steps": cfg["grpo"]["max_steps"] if trained else 0, "trained": trained,
+        entry = {"method": cfg.method, "steps": cfg.grpo["max_steps"] if trained else 0, "trained": trained,
                  "model_dir": str(model_dir), "train_s": train_s, "eval_s": time.time() - t - train_s,
                  "config_summary": _summary(cfg, trained), "sets": sets}
         report["runs"][name] = entry
@@ -657,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
             for m in ph["methods"]:
                 psets, info = posthoc_sets(sets, h["items"], m)
                 report["runs"][f"{name}+{m}"] = {
-                    "method": f"{cfg['method']} + {m}", "of": name, "steps": entry["steps"], "trained": trained,
+                    "method": f"{cfg.method} + {m}", "of": name, "steps": entry["steps"], "trained": trained,
                     "model_dir": str(model_dir), "fit": info, "config_summary": f"{name} recalibrated ({m}) on "
                     f"{info['n']} held-out HotpotQA questions", "sets": psets}
         report["token_ratios"] = summarise(report["runs"])

@@ -1,4 +1,4 @@
-"""Build and run TRL's GRPOTrainer for ``csr``, ``rlvr`` or ``rlcr`` from a config dict (see trainers.config).
+"""Build and run TRL's GRPOTrainer for ``csr``, ``rlvr`` or ``rlcr`` from a :class:`trainers.config.TrainConfig`.
 
 Outputs in ``output_dir``:
 
@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from trainers import rewards as R
-from trainers.config import check_data_source, check_group_layout, check_warmup, validate
+from trainers.config import TrainConfig, check_data_source, check_group_layout, check_warmup
 from trainers.data import build_dataset
 
 
@@ -36,23 +36,15 @@ def resolve_model(name: str) -> str:
     return str(name)
 
 
-def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
+def build_reward_funcs(cfg: TrainConfig) -> tuple[list, list[float]]:
     """Reward functions and weights of a method. Each component is its own function so that TRL logs
     ``rewards/<function>/mean`` and ``/std`` for it at every logging step."""
-    r = cfg["reward"]
-    method = cfg["method"]
+    method = cfg.method
     if method == "rlvr":
         return [R.correctness_reward], [1.0]
     if method in R.CSR_METHODS:
-        cal = functools.partial(
-            R.calibration_reward,
-            num_generations=cfg["grpo"]["num_generations"],
-            **{k: r[k] for k in ("eps", "reading", "lambda_schedule", "lambda_max", "lambda_min",
-                                 "lambda_step_fraction", "score", "bounded", "empty_answer", "agreement_wrong")},
-            judge=r["judge"],
-            judge_kwargs=r.get("judge_kwargs") or {},
-            gather_groups=bool(r["gather_groups"]),
-        )
+        # the reward's options were checked when the config was built; the reward reads them as they are
+        cal = functools.partial(R.calibration_reward, settings=cfg.reward, num_generations=cfg.grpo["num_generations"])
         # r = r_RLVR + λ(t)·r_cal: λ(t) is applied inside calibration_reward (it changes with the step).
         return [R.correctness_reward, cal], [1.0, 1.0]
     if method == "rlcr":
@@ -62,12 +54,12 @@ def build_reward_funcs(cfg: dict) -> tuple[list, list[float]]:
     raise ValueError(f"unknown method {method!r}")
 
 
-def build_grpo_config(cfg: dict):
+def build_grpo_config(cfg: TrainConfig):
     from trl import GRPOConfig
 
-    g = dict(cfg["grpo"])
-    g.setdefault("seed", cfg["seed"])
-    g["output_dir"] = cfg["output_dir"]
+    g = dict(cfg.grpo)
+    g.setdefault("seed", cfg.seed)
+    g["output_dir"] = cfg.output_dir
     report_to = g.get("report_to") or []
     report_to = [report_to] if isinstance(report_to, str) else list(report_to)
     for backend, module in (("tensorboard", "tensorboard"), ("wandb", "wandb")):
@@ -80,24 +72,24 @@ def build_grpo_config(cfg: dict):
     _, weights = build_reward_funcs(cfg)
     g.setdefault("reward_weights", weights)
     args = GRPOConfig(**g)
-    check_group_layout(args, bool(cfg["reward"]["gather_groups"]), cfg["method"])
+    check_group_layout(args, cfg.reward.gather_groups, cfg.method)
     return args
 
 
-def _dtype(cfg: dict):
+def _dtype(cfg: TrainConfig):
     import torch
 
-    g = cfg["grpo"]
+    g = cfg.grpo
     if g.get("use_cpu") or not (g.get("bf16") or g.get("fp16")):
         return torch.float32  # CPU: bf16 matmuls are ~270x slower than fp32
     return torch.bfloat16 if g.get("bf16") else torch.float16
 
 
-def load_model(cfg: dict):
+def load_model(cfg: TrainConfig):
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
 
-    path = resolve_model(cfg["model"])
-    set_seed(int(cfg["seed"]))
+    path = resolve_model(cfg.model)
+    set_seed(cfg.seed)
     tok = AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -109,17 +101,17 @@ def load_model(cfg: dict):
     return model, tok, path
 
 
-def lora_config(cfg: dict):
-    lc = cfg["lora"]
-    if not lc.get("enabled"):
+def lora_config(cfg: TrainConfig):
+    lc = cfg.lora
+    if not lc.enabled:
         return None
     from peft import LoraConfig
 
     return LoraConfig(
-        r=int(lc["r"]),
-        lora_alpha=int(lc["alpha"]),
-        lora_dropout=float(lc["dropout"]),
-        target_modules=list(lc["target_modules"]),
+        r=lc.r,
+        lora_alpha=lc.alpha,
+        lora_dropout=lc.dropout,
+        target_modules=list(lc.target_modules),
         task_type="CAUSAL_LM",
     )
 
@@ -129,17 +121,17 @@ def newline_token_ids(tok) -> list[int]:
     return [i for i in range(len(tok)) if "\n" in tok.decode([i])]
 
 
-def rollout_stop_ids(cfg: dict, tok) -> list[int]:
+def rollout_stop_ids(cfg: TrainConfig, tok) -> list[int]:
     """Token ids that end a rollout besides the model's own EOS: with ``data.stop_at_newline`` (csr, rlvr)
     every token that contains a newline, so that a rollout ends where the QA tasks' ``until: ["\\n"]`` ends an
     answer; none for rlcr (its four blocks span lines; it ends at EOS or ``max_completion_length``, as the
     ``*_rlcr`` tasks do)."""
-    if cfg["method"] == "rlcr" or not cfg["data"].get("stop_at_newline", True):
+    if cfg.method == "rlcr" or not cfg.data.stop_at_newline:
         return []
     return newline_token_ids(tok)
 
 
-def apply_rollout_stops(cfg: dict, args, model, tok) -> dict | None:
+def apply_rollout_stops(cfg: TrainConfig, args, model, tok) -> dict | None:
     """Make both of TRL's generation paths stop at :func:`rollout_stop_ids`; return the model's own
     generation settings to restore in saved models (None when nothing changed).
 
@@ -164,10 +156,10 @@ def apply_rollout_stops(cfg: dict, args, model, tok) -> dict | None:
     return restore
 
 
-def _callbacks(cfg: dict, restore_generation: dict | None):
+def _callbacks(cfg: TrainConfig, restore_generation: dict | None):
     from transformers import TrainerCallback
 
-    out_dir = Path(cfg["output_dir"])
+    out_dir = Path(cfg.output_dir)
 
     class SemcalCallback(TrainerCallback):
         """Writes every log record to metrics.jsonl; into every checkpoint the resolved config, and the model's
@@ -184,7 +176,7 @@ def _callbacks(cfg: dict, restore_generation: dict | None):
             ckpt = out_dir / f"checkpoint-{state.global_step}"
             if not ckpt.is_dir():
                 return
-            (ckpt / "semcal_train.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+            (ckpt / "semcal_train.yaml").write_text(yaml.safe_dump(cfg.as_dict(), sort_keys=False))
             gen = ckpt / "generation_config.json"
             if restore_generation is not None and gen.is_file():
                 data = json.loads(gen.read_text())
@@ -194,40 +186,42 @@ def _callbacks(cfg: dict, restore_generation: dict | None):
     return [SemcalCallback()]
 
 
-def _resume_arg(cfg: dict) -> Any:
-    rc = cfg.get("resume_from_checkpoint")
+def _resume_arg(cfg: TrainConfig) -> Any:
+    rc = cfg.resume_from_checkpoint
     if rc in (None, False, "", "none"):
         return None
     if rc in (True, "auto", "last", "true"):
         from transformers.trainer_utils import get_last_checkpoint
 
-        last = get_last_checkpoint(cfg["output_dir"]) if Path(cfg["output_dir"]).is_dir() else None
+        last = get_last_checkpoint(cfg.output_dir) if Path(cfg.output_dir).is_dir() else None
         if last is None and rc is not True:
             return None  # "auto": nothing to resume, start fresh
         if last is None:
-            raise ValueError(f"resume_from_checkpoint=true but {cfg['output_dir']} holds no checkpoint-N folder")
+            raise ValueError(f"resume_from_checkpoint=true but {cfg.output_dir} holds no checkpoint-N folder")
         return last
     if not Path(rc).is_dir():
         raise FileNotFoundError(f"resume_from_checkpoint: {rc} is not a checkpoint folder")
     return str(rc)
 
 
-def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = None):
-    """A ready GRPOTrainer for ``cfg``. ``train_dataset`` overrides ``cfg["data"]``; ``reward_funcs`` overrides
-    the method's reward functions (same order and weights; the benchmark wraps them with timers)."""
+def build_trainer(cfg: TrainConfig, train_dataset=None, reward_funcs: list | None = None):
+    """A ready GRPOTrainer for ``cfg`` (checked when it was built). ``train_dataset`` overrides ``cfg.data``;
+    ``reward_funcs`` overrides the method's reward functions (same order and weights; the benchmark wraps them
+    with timers)."""
     from trl import GRPOTrainer
 
-    validate(cfg)
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"build_trainer takes a TrainConfig (trainers.config.load_config), got {type(cfg).__name__}")
     check_warmup(cfg)
     if train_dataset is None:
         check_data_source(cfg)  # before any model is loaded
-    out_dir = Path(cfg["output_dir"])
+    out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     args = build_grpo_config(cfg)
-    (out_dir / "semcal_train.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (out_dir / "semcal_train.yaml").write_text(yaml.safe_dump(cfg.as_dict(), sort_keys=False))
     dataset = train_dataset if train_dataset is not None else build_dataset(cfg)
     model, tok, base_path = load_model(cfg)
-    if (cfg.get("warmup_sft") or {}).get("enabled"):
+    if cfg.warmup_sft.enabled:
         from trainers.warmup import run_warmup
 
         model = run_warmup(cfg, model, tok, dataset)  # rlcr/rd: learn the format before GRPO
@@ -256,18 +250,18 @@ def build_trainer(cfg: dict, train_dataset=None, reward_funcs: list | None = Non
     return trainer
 
 
-def train(cfg: dict, train_dataset=None, trainer=None) -> dict:
-    """Train one method; return paths and the train metrics. Resumes per ``cfg["resume_from_checkpoint"]``."""
+def train(cfg: TrainConfig, train_dataset=None, trainer=None) -> dict:
+    """Train one method; return paths and the train metrics. Resumes per ``cfg.resume_from_checkpoint``."""
     trainer = trainer or build_trainer(cfg, train_dataset)
     resume = _resume_arg(cfg)
     result = trainer.train(resume_from_checkpoint=resume)
     info = trainer._semcal
     paths = save_final(trainer, cfg, info["tokenizer"], info["restore_generation"])
-    return {"output_dir": str(cfg["output_dir"]), "base_model": info["base_path"], **paths,
+    return {"output_dir": str(cfg.output_dir), "base_model": info["base_path"], **paths,
             "train_metrics": result.metrics, "resumed_from": resume}
 
 
-def save_final(trainer, cfg: dict, tok, restore_generation: dict | None = None) -> dict:
+def save_final(trainer, cfg: TrainConfig, tok, restore_generation: dict | None = None) -> dict:
     """Write ``final/`` (full weights, LoRA merged) and, for LoRA, ``final_adapter/``; both with use_cache=True
     and the model's own generation settings (``restore_generation``: training's newline EOS ids not leaked).
 
@@ -284,7 +278,7 @@ def save_final(trainer, cfg: dict, tok, restore_generation: dict | None = None) 
     """
     from accelerate.utils import is_peft_model
 
-    out_dir = Path(cfg["output_dir"])
+    out_dir = Path(cfg.output_dir)
     model = trainer.accelerator.unwrap_model(trainer.model)
     peft = is_peft_model(model)
     base = model.get_base_model() if peft else model
@@ -308,7 +302,7 @@ def save_final(trainer, cfg: dict, tok, restore_generation: dict | None = None) 
             paths["model_dir"] = str(target)
         else:
             paths["adapter_dir"] = str(target)
-            if cfg["lora"].get("merge_on_save", True):
+            if cfg.lora.merge_on_save:
                 paths["model_dir"] = str(merge_adapter(target, out_dir / "final", tok, _dtype(cfg)))
     trainer.accelerator.wait_for_everyone()
     return paths

@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from semcal_eval.core import recalibration
 from trainers import rewards as R
+from trainers.config import TrainConfig
 
 __all__ = ["WARMUP_METHODS", "format_target", "taught_confidence", "agreement_targets", "calibrated_targets",
            "target_report", "build_warmup_dataset", "run_warmup"]
@@ -94,11 +96,12 @@ def agreement_targets(question: str, golds: list[str], greedy: str, samples: lis
 
 def calibrated_targets(agreement: Any, correct: Any, method: str = TARGET_MAP) -> np.ndarray:
     """P(correct | agreement share) for each warm-up question: a monotone map of agreement → correctness fitted
-    on these questions. ``"platt"`` (default): logistic regression of correctness on the share (scikit-learn,
-    C = 1: the slope is mildly shrunk on a few dozen questions, the intercept is not, so without signal the map
-    is flat at the base rate); ``"isotonic"``: isotonic regression. Both are monotone, so the order of the
-    questions is the model's own agreement order — the labels set only level and scale. With one class among
-    the labels the target is the base rate (never the raw share).
+    on these questions, the one definition of each map (:mod:`semcal_eval.core.recalibration`): ``"platt"``
+    (default): :func:`~semcal_eval.core.recalibration.fit_platt`, logistic regression of correctness on
+    logit(share) (share clipped to [1e-3, 1 − 1e-3], effectively unregularised; without signal the map is flat at
+    the base rate); ``"isotonic"``: :func:`~semcal_eval.core.recalibration.fit_isotonic`. Both are monotone, so
+    the order of the questions is the model's own agreement order — the labels set only level and scale. With
+    one class among the labels the target is the base rate (never the raw share).
 
     >>> calibrated_targets([0.0, 0.0, 0.25, 0.0], [0, 0, 0, 0]).tolist()
     [0.0, 0.0, 0.0, 0.0]
@@ -110,18 +113,9 @@ def calibrated_targets(agreement: Any, correct: Any, method: str = TARGET_MAP) -
     if x.shape != y.shape or x.ndim != 1 or not len(x):
         raise ValueError(f"calibrated_targets needs one agreement share and one 0/1 label per question, got "
                          f"{x.shape} and {y.shape}")
-    if y.min() == y.max():
-        return np.full(len(x), y.mean())
-    if method == "platt":
-        from sklearn.linear_model import LogisticRegression
-
-        m = LogisticRegression(C=1.0).fit(x[:, None], y.astype(int))
-        return m.predict_proba(x[:, None])[:, 1]
-    if method == "isotonic":
-        from sklearn.isotonic import IsotonicRegression
-
-        return IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(x, y).predict(x)
-    raise ValueError(f"calibrated_targets: method={method!r} must be 'platt' or 'isotonic'")
+    if method not in recalibration.POSTHOC_METHODS:
+        raise ValueError(f"calibrated_targets: method={method!r} must be 'platt' or 'isotonic'")
+    return recalibration.fit_posthoc(method, x, y).apply(x)
 
 
 def target_report(confidence: Any, correct: Any) -> dict:
@@ -165,7 +159,7 @@ def _generate(model, tok, prompts: list[str], n: int, sample: bool, max_new_toke
     return out
 
 
-def build_warmup_dataset(cfg: dict, model, tok, questions: list[str], golds: list[list[str]],
+def build_warmup_dataset(cfg: TrainConfig, model, tok, questions: list[str], golds: list[list[str]],
                          report: dict | None = None):
     """(prompt, completion) pairs for the warm-up, from the base model's own greedy answers and its agreement
     confidence through the calibration map (:func:`calibrated_targets`). ``report`` (a dict), when given, gets
@@ -175,14 +169,14 @@ def build_warmup_dataset(cfg: dict, model, tok, questions: list[str], golds: lis
 
     from trainers.data import make_prompt
 
-    w = cfg["warmup_sft"]
-    method = cfg["method"]
-    k = int(w["num_samples"])
+    w = cfg.warmup_sft
+    method = cfg.method
+    k = w.num_samples
     qa_prompts = [make_prompt(q, "csr") for q in questions]  # the short-answer prompt: what the model would say
-    greedy = [g[0] for g in _generate(model, tok, qa_prompts, 1, False, int(w["max_answer_tokens"]))]
-    samples = _generate(model, tok, qa_prompts, k, True, int(w["max_answer_tokens"]))
+    greedy = [g[0] for g in _generate(model, tok, qa_prompts, 1, False, w.max_answer_tokens)]
+    samples = _generate(model, tok, qa_prompts, k, True, w.max_answer_tokens)
     answers = [R.extract_answer(g) for g in greedy]
-    agree = [agreement_targets(q, g, gr, sm, cfg["reward"].get("judge"), cfg["reward"].get("judge_kwargs"))
+    agree = [agreement_targets(q, g, gr, sm, cfg.reward.judge, cfg.reward.judge_kwargs)
              for q, g, gr, sm in zip(questions, golds, greedy, samples, strict=True)]
     share = [a / kk if kk else 0.0 for a, kk in agree]
     correct = R.correctness(questions, answers, golds)
@@ -200,24 +194,24 @@ def build_warmup_dataset(cfg: dict, model, tok, questions: list[str], golds: lis
     return Dataset.from_dict(rows)
 
 
-def run_warmup(cfg: dict, model, tok, train_dataset) -> Any:
+def run_warmup(cfg: TrainConfig, model, tok, train_dataset) -> Any:
     """Warm up ``model`` in place with TRL's SFTTrainer on ``warmup_sft.limit`` training questions; return it."""
     from trl import SFTConfig, SFTTrainer
 
-    w = cfg["warmup_sft"]
-    n = int(w["limit"]) if w.get("limit") else len(train_dataset)
+    w = cfg.warmup_sft
+    n = w.limit or len(train_dataset)
     sub = train_dataset.select(range(min(n, len(train_dataset))))
     report: dict = {}
     data = build_warmup_dataset(cfg, model, tok, list(sub["question"]), [list(a) for a in sub["answers"]], report)
-    print(f"[warmup_sft] {cfg['method']} confidence targets on {len(data)} questions, agreement of "
-          f"{int(w['num_samples'])} samples through a {report['map']} map:\n  "
+    print(f"[warmup_sft] {cfg.method} confidence targets on {len(data)} questions, agreement of "
+          f"{w.num_samples} samples through a {report['map']} map:\n  "
           + _describe("raw agreement share", report["agreement"]) + "\n  "
           + _describe("taught target", report["target"]), flush=True)
-    g = cfg["grpo"]
-    args = SFTConfig(output_dir=f"{cfg['output_dir']}/warmup_sft", max_steps=int(w["steps"]),
-                     learning_rate=float(w["learning_rate"]), per_device_train_batch_size=int(w["batch_size"]),
+    g = cfg.grpo
+    args = SFTConfig(output_dir=f"{cfg.output_dir}/warmup_sft", max_steps=w.steps,
+                     learning_rate=w.learning_rate, per_device_train_batch_size=w.batch_size,
                      logging_steps=1, save_strategy="no", report_to="none", use_cpu=bool(g.get("use_cpu")),
-                     bf16=bool(g.get("bf16")), seed=int(cfg["seed"]), completion_only_loss=True,
+                     bf16=bool(g.get("bf16")), seed=cfg.seed, completion_only_loss=True,
                      max_length=1024, activation_checkpointing=False)
     tok.padding_side = "right"
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok)

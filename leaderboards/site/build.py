@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..processes import pid_alive
 from ..ranking import TRUSTED, overall, rank_entries, tier_of
 from .data import board_json
 from .html import _entry_page, _index
@@ -135,23 +136,13 @@ def _swap_in(new: Path, out: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _cleanup(out: Path) -> None:
     """Remove what killed renders left next to ``out``, and restore a site moved aside by an interrupted swap."""
     pat = re.compile(re.escape(f".{out.name}.") + r"(render|old)-(\d+)-")
     leftovers = [p for p in out.parent.iterdir() if pat.match(p.name)]
     for p in leftovers:
         kind, pid = pat.match(p.name).groups()
-        if _pid_alive(int(pid)) and int(pid) != os.getpid():
+        if pid_alive(int(pid)) and int(pid) != os.getpid():
             continue  # another render is still working there
         if kind == "old" and not out.exists():
             os.rename(p, out)

@@ -15,17 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from semcal_eval.core.records import gold_key
+from semcal_eval.qa.settings import QASettings
+from semcal_eval.semsoft.spec import SemSoftParams
 
 from ..dataset_check import TaskDocs, load_task_docs, same_soft
 from ..errors import SubmissionError
 from .shape import RunShape, count
 
-#: Run metadata keys that set how documents are scored, never which documents the split holds (semsoft
-#: hyper-parameters, recalibration switches, provenance lm-eval adds). Any other key may select documents.
-SCORING_METADATA = frozenset({"version", "semsoft", "pretrained", "dtype", "split", "recalibrate",
-                              "reference_predictors", "tune", "tune_grid", "tau", "top_k", "label_embedding",
-                              "config_source", "tune_by", "soft_field", "judge", "k", "n_samples", "temperature",
-                              "max_gen_toks", "data_dir"})
+#: Run metadata keys that set how documents are scored, never which documents the split holds: the typed
+#: settings of the task classes (Semantic Softmax's :class:`SemSoftParams`, flat or under ``semsoft``; the QA
+#: tasks' :class:`QASettings`), the gold reading (``soft_field``), the split (the documents are loaded with it)
+#: and the data folder, and what lm-eval adds (the task ``version``, the model arguments ``pretrained`` and
+#: ``dtype``, ``config_source``). Any other key may select documents: the board then loads the split without it
+#: and compares (:func:`document_subset`), so a missing key costs a second load, never a wrong coverage.
+SCORING_METADATA = frozenset({"version", "pretrained", "dtype", "config_source", "split", "data_dir", "soft_field",
+                              "semsoft", *SemSoftParams.keys(), *QASettings.keys()})
 
 
 @dataclass

@@ -13,9 +13,9 @@ one row checked at a time), then:
   coverage come from the board's documents (:func:`~leaderboards.stages.dataset.check_counts`). Unregistered: the
   counts are taken as reported and the rows' own hashes, choices and targets are used (``self-reported``);
 * **metrics**: each row's logged ``acc`` / ``acc_norm`` is recomputed from its log-likelihoods
-  (:func:`semcal_eval.calibrate.lm_eval_correct`), and so is each reported aggregate (their mean); other metrics
+  (:func:`semcal_eval.run_rows.lm_eval_correct`), and so is each reported aggregate (their mean); other metrics
   lm-eval reports are listed as not recomputed and not stored;
-* **records**: :func:`semcal_eval.calibrate.calibration_rows`, the function ``semcal-eval calibrate`` uses, so the
+* **records**: :func:`semcal_eval.run_rows.calibration_rows`, the function ``semcal-eval calibrate`` uses, so the
   board's rows are the CLI's rows on the same samples.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from semcal_eval import calibrate
+from semcal_eval import run_rows
 from semcal_eval.core.records import canonical
 from semcal_eval.runs import iter_samples
 
@@ -51,7 +51,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 @dataclass
 class StockRows:
-    """What the board computed for one stock task: its rows (``calibrate.calibration_rows``), the coverage and
+    """What the board computed for one stock task: its rows (``run_rows.calibration_rows``), the coverage and
     document-set hash, the reported aggregates it recomputed per row, and what it could not check."""
 
     name: str  # the run's task name
@@ -126,7 +126,7 @@ def _stock_rows(task: str, shape: RunShape, sp: Path, limit, chash: str, reg) ->
         docs = None
         split = cfg.get("test_split") or cfg.get("validation_split") or "default"
         cov = check_counts(task, shape, limit, None, str(split)[:64])
-    delimiter, mutual_info = calibrate.choice_settings(cfg)
+    delimiter, mutual_info = run_rows.choice_settings(cfg)
     lls, choices, golds, hashes, correct = _read(sp, task, spec, f, numbers, cov.effective, docs, delimiter,
                                                  mutual_info)
     key = reg.config_hash if reg is not None else chash  # a registered run: its registration's data and code
@@ -142,7 +142,7 @@ def _stock_rows(task: str, shape: RunShape, sp: Path, limit, chash: str, reg) ->
                 f"from the log-likelihoods in {sp.name} (tolerance {ATOL:g} + {RTOL:g}*|value|); rejected")
         out.reported[row] = {metric: numbers[metric]}
     out.not_recomputed = sorted(m for m in numbers if m not in RECOMPUTED)
-    out.rows, out.notes = calibrate.calibration_rows(lls, choices, golds)
+    out.rows, out.notes = run_rows.calibration_rows(lls, choices, golds)
     return out
 
 
@@ -168,7 +168,7 @@ def _read(sp: Path, task: str, spec: TaskSpec, f: str, numbers: dict, effective:
         holder.records[doc_id], holder.lines[doc_id] = {}, line
         check_logliks(r, at)  # a JSON true is no log-likelihood (float(True) is 1.0)
         try:
-            ll, ch = calibrate.choice_logliks(r, delimiter, mutual_info)
+            ll, ch = run_rows.choice_logliks(r, delimiter, mutual_info)
         except ValueError as e:
             raise SubmissionError(f"{at}: {e}") from None
         if not len(ll) or not np.isfinite(ll).all():
@@ -179,16 +179,16 @@ def _read(sp: Path, task: str, spec: TaskSpec, f: str, numbers: dict, effective:
             if ch != want:
                 raise SubmissionError(f"{at}: doc_id {doc_id}: the logged choices {str(ch)[:60]} are not the "
                                       f"dataset's {str(want)[:60]}; submit lm-eval's unedited log")
-            gold = calibrate.mc_gold(docs.gold(doc_id), want)  # the one gold reader; in range of the choices
+            gold = run_rows.mc_gold(docs.gold(doc_id), want)  # the one gold reader; in range of the choices
         else:
             if not isinstance(r.get("doc_hash"), str) or not _HEX64.fullmatch(r["doc_hash"]):
                 raise SubmissionError(f"{at}: doc_hash must be lm-eval's sha256 of the document (64 hex digits)")
-            gold = calibrate.mc_gold(r.get("target"), ch)
+            gold = run_rows.mc_gold(r.get("target"), ch)
         if gold is None:
             raise SubmissionError(f"{at}: doc_id {doc_id}: the target is not one of the document's choices; "
                                   "lm-eval scores such a document 0 and it has no gold to calibrate against: fix "
                                   "the task's doc_to_target / doc_to_choice")
-        correct = calibrate.lm_eval_correct(ll, ch, gold)
+        correct = run_rows.lm_eval_correct(ll, ch, gold)
         for m, v in correct.items():
             logged = r.get(m)
             if m in numbers and (isinstance(logged, bool) or not isinstance(logged, (int, float)) or logged != v):

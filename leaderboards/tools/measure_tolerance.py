@@ -29,7 +29,7 @@ PER_DOC_FILTERS = ("constrained", "semsoft")
 
 
 def _probs(out: Path, task: str) -> dict[tuple[str, int], np.ndarray]:
-    from semcal_eval.runs import iter_samples, locate_run
+    from semcal_eval.runs import iter_samples, locate_run, row_record
 
     (res,) = sorted(out.rglob("results_*.json"))
     run = locate_run(res, [task])
@@ -38,8 +38,10 @@ def _probs(out: Path, task: str) -> dict[tuple[str, int], np.ndarray]:
         f = r["filter"]
         if not (f in PER_DOC_FILTERS or f.startswith("semsoft_tau")):
             continue
-        rec = r.get("ece_uw15") or r.get("acc")
-        rows[(f, r["doc_id"])] = np.asarray(rec["probs"], dtype=float)
+        # the row's one record, under whichever metric name holds it (the others refer to it: runs.row_record)
+        held = row_record(r)
+        if held is not None:
+            rows[(f, r["doc_id"])] = np.asarray(held[1]["probs"], dtype=float)
     return rows
 
 

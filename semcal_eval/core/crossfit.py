@@ -1,10 +1,12 @@
 """Two-fold cross-fitting: the one definition of the folds and of "fit on the other fold, apply to this one".
 
-Every row that is fitted on the evaluated documents themselves uses it: the cross-fitted temperature scaling
-(``constrained_ts`` / ``semsoft_ts``, :class:`semcal_eval.semsoft.filters.CrossfitTemperature`), the
-``semsoft_tuned`` row when it has too few validation documents (:class:`~semcal_eval.semsoft.filters.SemSoftTuned`),
-the QA ``<estimator>_iso`` rows (:func:`semcal_eval.qa.estimators.crossfit_calibrate`) and the board's re-check of
-the cross-fitted rows (:func:`leaderboards.spotcheck.check_crossfit`, :func:`~leaderboards.spotcheck.check_tuned_row`).
+Every row that is fitted on the evaluated documents themselves uses it: the cross-fitted temperature step
+(:func:`semcal_eval.run_rows.temperature_step`, called by the ``constrained_ts`` / ``semsoft_ts`` filter, the stock
+tasks' ``_ts`` rows and the board's re-check :func:`leaderboards.spotcheck.check_crossfit`), the stock tasks'
+``prior`` / ``majority`` rows, the ``semsoft_tuned`` row when it has too few validation documents
+(:class:`~semcal_eval.semsoft.filters.SemSoftTuned`), the QA ``<estimator>_iso`` rows
+(:func:`semcal_eval.qa.estimators.crossfit_calibrate`) and the board's re-check of the tuned row
+(:func:`leaderboards.spotcheck.check_tuned_row`).
 
 The folds: the documents in their canonical order (sorted by lm-eval's ``doc_id``; with contiguous ids
 0..n-1 the fold is ``doc_id % 2``), fold = position % 2. They depend only on the documents' order, so

@@ -1,8 +1,9 @@
 """The one metric table: name -> definition. Everything that names a metric reads it from here.
 
 It drives the lm-eval aggregation registry (``semcal_<name>``, :mod:`semcal_eval.harness.aggregations`), the
-task YAMLs' ``metric_list`` (checked equal in tests/test_metric_table.py), the report's tables, the bootstrap
-CIs and the board's columns. A metric is a function of :class:`~semcal_eval.core.records.RecordArrays`:
+task classes' default ``metric_list`` (:data:`TASK_METRICS`), the report's tables, the bootstrap CIs, the
+``semsoft_tuned`` criteria (:data:`TUNING_CRITERIA`) and the board's columns, ranking directions and ECE bins
+(:data:`ROLES`). A metric is a function of :class:`~semcal_eval.core.records.RecordArrays`:
 
 * ``needs``: ``"any"`` (top-label confidence metrics: a classification record gives conf = max prob,
   correct = argmax in gold), ``"classification"`` (needs the probability vector) or ``"soft"`` (needs the
@@ -57,6 +58,11 @@ __all__ = [
     "ROLES",
     "ROLE_BINS",
     "REPORT_COLUMNS",
+    "REPORT_EXTRAS",
+    "ROLE_HIGHER_IS_BETTER",
+    "role_metrics",
+    "TUNING_CRITERIA",
+    "TASK_METRICS",
     "report_columns",
     "arrays_for",
     "metric_names",
@@ -104,6 +110,9 @@ class Metric:
     rank: bool = False
     #: the confidence bins of a binned metric (reliability diagrams of a role use the same)
     n_bins: int | None = None
+    #: the ``tune_by`` criterion (:class:`semcal_eval.semsoft.spec.SemSoftParams`) this proper score is on the
+    #: records it ``needs``: ``semsoft_tuned`` chooses its configuration by it (:data:`TUNING_CRITERIA`)
+    tune_by: str | None = None
 
     def applies_to(self, a: RecordArrays) -> bool:
         if self.needs == "classification":
@@ -142,10 +151,11 @@ _ROWS = [
     Metric("rms_ce", False, "any", _ce(N_BINS, norm="l2"), n_bins=N_BINS),
     Metric("brier_mc", False, "classification", lambda a: M.brier_multiclass(y_true=a.gold, y_prob=a.probs),
            lambda a: np.sum((a.probs - M.gold_target(a.gold)) ** 2, axis=1), ci=True,
-           doc="multiclass Brier, range [0, 2]"),
+           doc="multiclass Brier, range [0, 2]", tune_by="brier"),
     Metric("brier_conf", False, "any", _brier_conf, _brier_conf_loss, ci=True, doc="mean (conf - correct)^2"),
     Metric("nll", False, "classification", lambda a: M.nll_multiclass(y_true=a.gold, y_prob=a.probs),
-           lambda a: -np.sum(M.gold_target(a.gold) * np.log(_clip(a.probs)), axis=1), ci=True, doc="multiclass NLL"),
+           lambda a: -np.sum(M.gold_target(a.gold) * np.log(_clip(a.probs)), axis=1), ci=True, doc="multiclass NLL",
+           tune_by="nll"),
     Metric("nll_conf", False, "any", lambda a: M.nll_confidence(y_true=a.correct, y_prob=a.conf),
            doc="binary NLL of conf"),
     Metric("auroc_conf", True, "any", _auroc, ci=True, doc="AUROC of conf for correct vs wrong", rank=True),
@@ -156,11 +166,11 @@ _ROWS = [
     Metric("acc_at_10cov", True, "any", lambda a: M.acc_at_coverage(y_true=a.correct, y_prob=a.conf, coverage=0.1),
            rank=True),
     Metric("soft_brier", False, "soft", lambda a: M.brier_soft(y_true=a.t, y_prob=a.p), lambda a: (a.p - a.t) ** 2,
-           ci=True),
+           ci=True, tune_by="brier"),
     Metric("soft_ece", False, "soft", lambda a: M.soft_ece(y_true=a.t, y_prob=a.p, n_bins=N_BINS), ci=True,
            n_bins=N_BINS),
     Metric("soft_nll", False, "soft", lambda a: M.nll_soft(y_true=a.t, y_prob=a.p),
-           lambda a: -(a.t * np.log(_clip(a.p)) + (1 - a.t) * np.log1p(-_clip(a.p))), ci=True),
+           lambda a: -(a.t * np.log(_clip(a.p)) + (1 - a.t) * np.log1p(-_clip(a.p))), ci=True, tune_by="nll"),
     Metric("pearson", True, "soft", lambda a: M.pearson(a.p, a.t)),
     Metric("spearman", True, "soft", lambda a: M.spearman(a.p, a.t)),
     Metric("soft_mae", False, "soft", lambda a: M.mae(a.p, a.t)),
@@ -232,6 +242,26 @@ ROLES: dict[str, dict[str, str]] = {
 _C, _Q = ROLES[CLASSIFICATION], ROLES[CONFIDENCE]
 #: ECE bins of each kind's headline ECE (reliability diagrams use the same)
 ROLE_BINS: dict[str, int] = {kind: METRICS[roles["ece"]].n_bins for kind, roles in ROLES.items()}
+#: role -> whether higher is better for its metric (the same on every kind: checked on import); the board's
+#: ranking direction of a role's column
+ROLE_HIGHER_IS_BETTER: dict[str, bool] = {role: METRICS[m].higher_is_better for role, m in _C.items()}
+
+
+def role_metrics(kind: str, roles: Iterable[str]) -> tuple[str, ...]:
+    """The metrics of ``roles`` (keys of :data:`ROLES`) on rows of record ``kind``.
+
+    >>> role_metrics("confidence", ("acc", "ece"))
+    ('acc', 'ece_uw10')
+    """
+    return tuple(ROLES[kind][r] for r in roles)
+
+
+#: ``tune_by`` -> {what the records are ("classification" | "soft") -> the proper score chosen by}
+#: (:attr:`Metric.tune_by`): ``semsoft_tuned`` minimises it on its tuning documents.
+TUNING_CRITERIA: dict[str, dict[str, str]] = {}
+for _m in _ROWS:
+    if _m.tune_by is not None:
+        TUNING_CRITERIA.setdefault(_m.tune_by, {})[_m.needs] = _m.name
 
 #: Roles the board shows without a bootstrap CI: AUROC has no per-document loss, so its CI would be
 #: CI_N_BOOT sklearn calls per row, dominating the submit time.
@@ -246,6 +276,9 @@ REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "soft": ("soft_ece", "soft_brier", "soft_nll", "spearman", "extreme_rate", "acc", "auroc_class"),
     CONFIDENCE: (_Q["acc"], _Q["ece"], "ece_uw15", _Q["brier"], _Q["nll"], _Q["auroc"], "aurc"),
 }
+#: Columns the report adds to a QA task's table (the record kind's :data:`REPORT_COLUMNS` plus these): the
+#: selective-prediction metrics (issue 23)
+REPORT_EXTRAS: dict[str, tuple[str, ...]] = {CONFIDENCE: (_Q["prr"], "auarc")}
 
 
 #: The headline metrics of a row, per kind of row: what lm-eval's own table shows for a semcal classification
@@ -258,19 +291,46 @@ HEADLINE: dict[str, tuple[str, ...]] = {
     CONFIDENCE: (_Q["acc"], _Q["ece"], _Q["brier"], _Q["nll"], _Q["auroc"], _Q["prr"]),
 }
 
+#: The QA tasks' metric_list when their YAML names none, per layout of their records (:data:`TASK_METRICS`):
+#: (metrics, those of them also reported with their bootstrap CI bounds ``_ci_lo`` / ``_ci_hi``).
+#: ``agreement``: confidence = the greedy answer's share of the K samples (records also carry ``em`` and
+#: ``conf_entropy``, 1 - semantic entropy / log K), with the selective-prediction metrics (issue 23);
+#: ``stated``: the model's stated confidence (records carry ``em`` and ``conf_parsed``).
+_TASK_SPEC: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "agreement": (("acc", "em", "ece_uw10", "ece_uw15", "ece_em15", "brier_conf", "nll_conf", "auroc_conf", "aurc",
+                   "prr", "prr_50", "auarc", "acc_at_50cov", "acc_at_80cov", "acc_at_90cov", "ece_1bin",
+                   "ece_uw10_entropy", "brier_conf_entropy", "auroc_conf_entropy"),
+                  ("acc", "ece_uw15", "brier_conf", "auroc_conf", "aurc", "prr", "auarc")),
+    "stated": (("acc", "em", "conf_parse_rate", "ece_uw10", "ece_uw15", "ece_em15", "brier_conf", "nll_conf",
+                "auroc_conf", "aurc"),
+               ("acc", "ece_uw15", "auroc_conf")),
+}
+
 
 def _check_names() -> None:
     """Every metric list names table metrics, and every kind has the same roles (a typo fails on import)."""
     lists = {"RANK_METRICS": RANK_METRICS, "BOARD_EXTRAS": BOARD_EXTRAS,
              **{f"ROLES[{k}]": tuple(v.values()) for k, v in ROLES.items()},
              **{f"REPORT_COLUMNS[{k}]": v for k, v in REPORT_COLUMNS.items()},
-             **{f"HEADLINE[{k}]": v for k, v in HEADLINE.items()}}
+             **{f"REPORT_EXTRAS[{k}]": v for k, v in REPORT_EXTRAS.items()},
+             **{f"HEADLINE[{k}]": v for k, v in HEADLINE.items()},
+             **{f"_TASK_SPEC[{k}]": tuple(v[0]) + tuple(v[1]) for k, v in _TASK_SPEC.items()}}
     for where, names in lists.items():
         unknown = sorted(set(names) - set(METRICS))
         if unknown:
             raise ValueError(f"metric_table.{where} names {unknown}, which are not in the metric table")
     if len({tuple(r) for r in ROLES.values()}) != 1 or not set(BOARD_NO_CI_ROLES) <= set(_C):
         raise ValueError("metric_table.ROLES: every kind must fill the same roles, in the same order")
+    for role in _C:
+        if len({METRICS[roles[role]].higher_is_better for roles in ROLES.values()}) != 1:
+            raise ValueError(f"metric_table.ROLES: the {role!r} metrics of the kinds disagree on higher_is_better")
+    for by, scores in TUNING_CRITERIA.items():
+        if set(scores) != {CLASSIFICATION, "soft"}:
+            raise ValueError(f"metric_table: tune_by {by!r} needs one metric on classification and one on soft "
+                             f"records, got {scores}")
+    for layout, (names, bounded) in _TASK_SPEC.items():
+        if not set(bounded) <= set(names) or not all(METRICS[n].ci for n in bounded):
+            raise ValueError(f"metric_table._TASK_SPEC[{layout}]: CI bounds only for listed metrics with ci=True")
 
 
 _check_names()
@@ -291,7 +351,7 @@ def headline_columns(a: RecordArrays) -> list[str]:
 
 
 def lm_eval_metric_names(kind: str, parameters: Iterable[str] = (TEMPERATURE,)) -> list[str]:
-    """A task YAML's ``metric_list`` names for rows of ``kind`` (a key of :data:`HEADLINE`): each headline
+    """A classification task's ``metric_list`` names for rows of ``kind`` (a key of :data:`HEADLINE`): each headline
     metric followed by its ``_stderr`` (when it has a CI), then the fitted ``parameters`` (reported only on the
     rows that fitted them, :func:`reported_names`).
 
@@ -310,6 +370,24 @@ def _param(name: str) -> str:
     if name not in PARAMETERS:
         raise ValueError(f"unknown semcal parameter {name!r}; known: {', '.join(PARAMETERS)}")
     return name
+
+
+def _with_bounds(names: Sequence[str], bounded: Sequence[str]) -> tuple[str, ...]:
+    return tuple(x for n in names for x in ((n, f"{n}_ci_lo", f"{n}_ci_hi") if n in bounded else (n,)))
+
+
+#: The metric_list a semcal task class fills in when its YAML names none (as lm-eval fills its output type's
+#: default), per layout of the task's records: ``classification`` / ``soft`` (SemSoftTask without / with a
+#: ``soft_field``: :func:`lm_eval_metric_names` with ``temperature``) and the QA modes (QATask: ``agreement``,
+#: and the stated-confidence modes ``verbalized``, ``rlcr``, ``rd``). A YAML that sets its own metric_list keeps
+#: it. The stock ``multiple_choice`` variants (``*_base``) declare :func:`lm_eval_metric_names` of their kind with
+#: no parameters: what their process_results emits (a plain lm-eval task has no class to fill it in).
+TASK_METRICS: dict[str, tuple[str, ...]] = {
+    CLASSIFICATION: tuple(lm_eval_metric_names(CLASSIFICATION)),
+    "soft": tuple(lm_eval_metric_names("soft")),
+    "agreement": _with_bounds(*_TASK_SPEC["agreement"]),
+    **dict.fromkeys(("verbalized", "rlcr", "rd"), _with_bounds(*_TASK_SPEC["stated"])),
+}
 
 
 def reported_names(declared: Iterable[str], record: dict) -> list[str]:

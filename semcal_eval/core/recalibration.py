@@ -2,13 +2,18 @@
 
 * :func:`fit_temperature` (Guo et al. 2017): one scalar T, p = softmax(z / T), fitted by minimising
   the NLL over log T with scipy (L-BFGS-B, analytic gradient, bounds on T).
-* :func:`fit_platt` (Platt 1999): binary, P = sigmoid(a * logit(p) + b).
+* :func:`fit_platt` (Platt 1999): binary, P = sigmoid(a * logit(clip(p)) + b), and :func:`fit_isotonic`
+  (Zadrozny & Elkan 2002): binary, P = an increasing map of p. The one definition of each post-hoc map in semcal
+  (the QA ``_iso`` / ``_platt`` rows, the trainer protocol's post-hoc rows, the warm-up targets);
+  :func:`fit_posthoc` picks one by name. scikit-learn does the fitting.
 * :func:`fit_vector_scaling` (Guo et al. 2017): p = softmax(w * z + b) with per-class w, b.
 * Reference predictors: :func:`prior_predictor`, :func:`majority_predictor`,
   :func:`uniform_predictor`, :func:`prior_rate` (binary soft labels).
 * :func:`split_halves`: deterministic fit/eval split ("tune on one half of dev, evaluate on the other").
 
-Fits refuse fewer than :data:`MIN_FIT_DOCS` documents or a single gold class (ValueError). A fit that
+The multi-class fits (temperature, vector scaling) refuse fewer than :data:`MIN_FIT_DOCS` documents or a single
+gold class (ValueError); the binary maps (Platt, isotonic) give the constant base rate on a single class and leave
+the minimum size to their callers. A fit that
 stops at a bound or does not converge is flagged on the fit object and announced with a
 :class:`RecalibrationWarning`; it is never silently used as if it were fine.
 """
@@ -19,12 +24,12 @@ import hashlib
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import optimize
-from scipy.special import expit, log_softmax, logit, softmax
+from scipy.special import log_softmax, logit, softmax
 
 from .metrics import _unit, gold_matrix
 
@@ -33,7 +38,14 @@ __all__ = [
     "PROB_FLOOR",
     "RecalibrationWarning",
     "TemperatureFit",
+    "PLATT_C",
+    "PLATT_EPS",
+    "POSTHOC_METHODS",
     "PlattFit",
+    "IsotonicFit",
+    "platt_features",
+    "fit_isotonic",
+    "fit_posthoc",
     "VectorScalingFit",
     "fit_temperature",
     "apply_temperature",
@@ -53,6 +65,12 @@ MIN_FIT_DOCS = 20
 #: treated as 1e-12 times the top class (or as the row's lowest finite score, if lower), so the NLL stays
 #: finite and temperature scaling can still move it. Finite scores are never changed.
 PROB_FLOOR = 1e-12
+#: Platt scaling reads logit(p) with p clipped to [PLATT_EPS, 1 − PLATT_EPS]: a confidence of exactly 0 or 1 (an
+#: agreement share, a stated confidence of 0/10) becomes ±6.9, a finite point that does not dominate the slope.
+PLATT_EPS = 1e-3
+#: Inverse L2 strength of the Platt fit (scikit-learn's C): 1e6 is effectively unregularised maximum likelihood,
+#: yet keeps a and b finite when the fit set is separable.
+PLATT_C = 1e6
 
 
 class RecalibrationWarning(UserWarning):
@@ -210,13 +228,29 @@ def temperature_scale(fit_probs: Any, fit_labels: Any, apply_probs: Any) -> tupl
 
 
 # --------------------------------------------------------------------------------------------
-# Platt and vector scaling
+# Platt and isotonic: the one post-hoc map of a binary confidence to P(positive)
 # --------------------------------------------------------------------------------------------
+
+
+def _binary_fit_set(scores: Any, labels: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+    p = _unit(scores, "scores")
+    y = _unit(labels, "labels")
+    if len(p) != len(y):
+        raise ValueError(f"{what}: shape mismatch: {len(p)} scores but {len(y)} labels")
+    if not len(p):
+        raise ValueError(f"{what}: no documents to fit on; pass one score and one label per document")
+    return p, y
+
+
+def platt_features(scores: Any, eps: float = PLATT_EPS) -> np.ndarray:
+    """The input of a Platt map: x = logit(clip(p, eps, 1 − eps)), one column per document."""
+    return logit(np.clip(_unit(scores, "scores"), eps, 1 - eps))[:, None]
 
 
 @dataclass(frozen=True)
 class PlattFit:
-    """P(positive) = sigmoid(a * logit(p) + b), fitted by :func:`fit_platt`."""
+    """P(positive) = sigmoid(a * logit(clip(p, eps, 1 − eps)) + b), fitted by :func:`fit_platt`. With one class
+    in the fit set (``one_class``) the map is the constant ``base_rate`` (a = 0, b = logit(base rate))."""
 
     a: float
     b: float
@@ -224,10 +258,20 @@ class PlattFit:
     nll_after: float
     converged: bool
     n_docs: int = 0
+    eps: float = PLATT_EPS
+    base_rate: float = float("nan")
+    one_class: bool = False
+    model: Any = field(default=None, repr=False, compare=False)  # the fitted sklearn LogisticRegression
 
     def apply(self, scores: Any) -> np.ndarray:
-        x = logit(np.clip(_unit(scores, "scores"), PROB_FLOOR, 1 - PROB_FLOOR))
-        return expit(self.a * x + self.b)
+        """P(positive) of new scores (probabilities in [0, 1])."""
+        if self.one_class:
+            return np.full(len(_unit(scores, "scores")), self.base_rate)
+        return self.model.predict_proba(platt_features(scores, self.eps))[:, 1]
+
+    def params(self) -> dict:
+        """The fit as JSON values: ``a``, ``b`` (or ``base_rate`` with one class)."""
+        return {"base_rate": self.base_rate} if self.one_class else {"a": self.a, "b": self.b}
 
 
 def _bin_nll(x: np.ndarray, y: np.ndarray, a: float, b: float) -> float:
@@ -236,33 +280,104 @@ def _bin_nll(x: np.ndarray, y: np.ndarray, a: float, b: float) -> float:
     return float(np.mean(np.logaddexp(0.0, s) - y * s))
 
 
-def fit_platt(scores: Any, labels: Any) -> PlattFit:
-    """Platt scaling for a binary score p = P(positive): logistic regression of the 0/1 label on
-    logit(p) (p clipped to [PROB_FLOOR, 1 - PROB_FLOOR]), unregularised maximum likelihood.
+def fit_platt(scores: Any, labels: Any, eps: float = PLATT_EPS) -> PlattFit:
+    """Platt scaling (Platt 1999) of a binary confidence p = P(positive), the one definition in semcal:
 
-    ``labels`` are 0/1; soft targets in [0, 1] are accepted too (cross-entropy to Bernoulli(t)).
+    P(positive | p) = sigmoid(a * x + b), x = logit(clip(p, eps, 1 − eps)), (a, b) maximising the Bernoulli
+    likelihood of the labels (scikit-learn ``LogisticRegression(C=PLATT_C)``, lbfgs: C = 1e6 is effectively
+    unregularised, and keeps a, b finite when the fit set is separable).
+
+    * Input: the **logit** of the confidence, not the raw confidence, so that a = 1, b = 0 is the identity map;
+      p is clipped to [eps, 1 − eps] (:data:`PLATT_EPS` = 1e-3) so that an exact 0 or 1 (an agreement share, a
+      stated 0/10) is a finite point rather than ±inf (with a tighter clip those ends dominate the slope).
+    * ``labels``: 0/1, or soft targets t in [0, 1] (cross-entropy to Bernoulli(t), fitted as two weighted
+      copies of each document).
+    * One class in the fit set (all labels equal): nothing to rank on, so the map is the constant base rate
+      (``one_class``; the limit of the likelihood fit, a → 0). Every caller gets this, never an error.
     """
-    p = _unit(scores, "scores")
-    y = _unit(labels, "labels")
-    if len(p) != len(y):
-        raise ValueError(f"shape mismatch: {len(p)} scores but {len(y)} labels")
-    if len(p) < MIN_FIT_DOCS:
-        raise ValueError(f"refusing to fit Platt scaling on {len(p)} documents (minimum {MIN_FIT_DOCS})")
+    if not 0 < eps < 0.5:
+        raise ValueError(f"fit_platt: eps={eps} must be in (0, 0.5)")
+    p, y = _binary_fit_set(scores, labels, "fit_platt")
+    x = platt_features(p, eps)
+    rate = float(y.mean())
     if y.min() == y.max():
-        raise ValueError("all fit labels are identical; Platt scaling needs both classes")
-    x = logit(np.clip(p, PROB_FLOOR, 1 - PROB_FLOOR))
+        b = float(logit(rate))  # ±inf when every label is 0 or every label is 1
+        nll_after = _bin_nll(x[:, 0], y, 0.0, b) if math.isfinite(b) else 0.0
+        return PlattFit(0.0, b, _bin_nll(x[:, 0], y, 1.0, 0.0), nll_after, True, len(p), eps, rate, True)
+    from sklearn.linear_model import LogisticRegression
 
-    def f(w: np.ndarray) -> tuple[float, np.ndarray]:
-        s = w[0] * x + w[1]
-        r = expit(s) - y
-        return float(np.mean(np.logaddexp(0.0, s) - y * s)), np.array([np.mean(r * x), np.mean(r)])
+    lr = LogisticRegression(C=PLATT_C)
+    hard = bool(np.all((y == 0) | (y == 1)))
+    if hard:
+        lr.fit(x, y.astype(int))
+    else:  # soft targets: the document with weight t as a positive and weight 1 − t as a negative
+        lr.fit(np.r_[x, x], np.r_[np.ones(len(y), int), np.zeros(len(y), int)], sample_weight=np.r_[y, 1 - y])
+    converged = bool(np.all(lr.n_iter_ < lr.max_iter))
+    a, b = float(lr.coef_[0, 0]), float(lr.intercept_[0])
+    if not converged:
+        warnings.warn(f"Platt fit did not converge in {lr.max_iter} iterations", RecalibrationWarning, stacklevel=2)
+    return PlattFit(a, b, _bin_nll(x[:, 0], y, 1.0, 0.0), _bin_nll(x[:, 0], y, a, b), converged, len(p), eps, rate,
+                    False, lr)
 
-    res = optimize.minimize(f, x0=np.array([1.0, 0.0]), jac=True, method="L-BFGS-B",
-                            options={"gtol": 1e-9, "ftol": 1e-14})
-    a, b = (float(v) for v in res.x)
-    if not res.success:
-        warnings.warn(f"Platt fit did not converge: {res.message}", RecalibrationWarning, stacklevel=2)
-    return PlattFit(a, b, _bin_nll(x, y, 1.0, 0.0), _bin_nll(x, y, a, b), bool(res.success), len(p))
+
+@dataclass(frozen=True)
+class IsotonicFit:
+    """P(positive | p) = the increasing step-and-ramp map fitted by :func:`fit_isotonic` (knots ``x`` → ``y``);
+    constant ``base_rate`` with one class in the fit set (``one_class``)."""
+
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    n_docs: int
+    base_rate: float
+    one_class: bool = False
+    model: Any = field(default=None, repr=False, compare=False)  # the fitted sklearn IsotonicRegression
+
+    def apply(self, scores: Any) -> np.ndarray:
+        """P(positive) of new scores: linear between the knots, clipped to the end knots outside them."""
+        s = np.asarray(scores, dtype=np.float64)
+        if self.one_class:
+            return np.full(len(s), self.base_rate)
+        return self.model.predict(s)
+
+    def params(self) -> dict:
+        """The fit as JSON values: the knots ``x``, ``y`` (or ``base_rate`` with one class)."""
+        return {"base_rate": self.base_rate} if self.one_class else {"x": list(self.x), "y": list(self.y)}
+
+
+def fit_isotonic(scores: Any, labels: Any) -> IsotonicFit:
+    """Isotonic regression of the label on the confidence (Zadrozny & Elkan 2002), the one definition in semcal:
+    the increasing map m minimising Σ (y_i − m(p_i))² (pool adjacent violators, scikit-learn
+    ``IsotonicRegression(y_min=0, y_max=1, increasing=True, out_of_bounds="clip")``), read on the **raw**
+    confidence (a monotone map needs no logit), linear between its knots and constant beyond the fitted range.
+    Labels 0/1 or soft targets in [0, 1]. One class in the fit set: the constant base rate (``one_class``).
+    """
+    p, y = _binary_fit_set(scores, labels, "fit_isotonic")
+    rate = float(y.mean())
+    if y.min() == y.max():
+        return IsotonicFit((), (), len(p), rate, True)
+    from sklearn.isotonic import IsotonicRegression
+
+    m = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(p, y)
+    return IsotonicFit(tuple(float(v) for v in m.X_thresholds_), tuple(float(v) for v in m.y_thresholds_),
+                       len(p), rate, False, m)
+
+
+#: the post-hoc maps by name (``method`` of :func:`fit_posthoc`)
+POSTHOC_METHODS = ("platt", "isotonic")
+
+
+def fit_posthoc(method: str, scores: Any, labels: Any) -> PlattFit | IsotonicFit:
+    """:func:`fit_platt` or :func:`fit_isotonic` by name (:data:`POSTHOC_METHODS`); ``.apply`` maps new scores."""
+    if method == "platt":
+        return fit_platt(scores, labels)
+    if method == "isotonic":
+        return fit_isotonic(scores, labels)
+    raise ValueError(f"post-hoc method {method!r} is unknown: choose one of {', '.join(POSTHOC_METHODS)}")
+
+
+# --------------------------------------------------------------------------------------------
+# vector scaling
+# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

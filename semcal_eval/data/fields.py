@@ -53,33 +53,24 @@ def qa_question(name: str, row: dict) -> str:
 
 
 def qa_golds(name: str, row: dict) -> list[str]:
-    """The usable gold aliases of one row: strings whose SQuAD normalisation is non-empty and is not one of
-    the dataset's unanswerable markers (MS MARCO's "No Answer Present."). [] means the row cannot be scored.
+    """The usable gold aliases of one row (:func:`semcal_eval.qa.answers.usable_golds`, the one gold reader:
+    aliases whose SQuAD normalisation holds a letter or digit), less the dataset's unanswerable markers (MS
+    MARCO's "No Answer Present."). [] means the row cannot be scored: the loaders drop it and count it.
 
     >>> qa_golds("msmarco", {"query": "q", "answers": ["No Answer Present."]})
     []
     >>> qa_golds("triviaqa", {"question": "q", "answer": {"value": "Paris", "aliases": ["Paris", "paris", ""]}})
     ['Paris', 'paris']
     """
-    from semcal_eval.qa.answers import normalize_answer
+    from semcal_eval.qa.answers import usable_golds
 
     spec = qa_fields(name)
-    bad = {normalize_answer(u) for u in spec.unanswerable}
-    out = []
-    for g in spec.golds(row) or []:
-        if g is None:
-            continue
-        if isinstance(g, (list, tuple, dict)):
-            # e.g. NQ-Open rows (answer: list) read as HotpotQA (answer: str) would give the gold "['Paris']"
-            raise ValueError(
-                f"{name}: a gold answer is {type(g).__name__} {g!r}, not a string; the rows are not in the "
-                f"{name} hub schema (load them with semcal_eval.data.load({name!r}), or name their dataset)"
-            )
-        g = str(g)
-        n = normalize_answer(g)
-        if n and n not in bad:
-            out.append(g)
-    return out
+    try:
+        return usable_golds(spec.golds(row) or [], spec.unanswerable)
+    except ValueError as e:
+        # e.g. NQ-Open rows (answer: list) read as HotpotQA (answer: str) would give the gold "['Paris']"
+        raise ValueError(f"{name}: {e}; the rows are not in the {name} hub schema (load them with "
+                         f"semcal_eval.data.load({name!r}), or name their dataset)") from None
 
 
 def qa_example(name: str, row: dict) -> tuple[str, list[str]] | None:

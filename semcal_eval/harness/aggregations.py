@@ -11,7 +11,9 @@ the aggregation the task's ``metric_list`` names. The aggregation of metric ``X`
         aggregation: semcal_ece_uw15
         higher_is_better: false
 
-:func:`metric_list` builds those entries; tests/test_metric_table.py checks every packaged YAML against it.
+:func:`metric_list` builds those entries. A semcal task class fills its ``metric_list`` in when the YAML names
+none (:func:`default_metric_list`, from :data:`semcal_eval.core.metric_table.TASK_METRICS`), the way lm-eval
+fills the default of an output type, so the packaged YAMLs do not copy it; a YAML's own list is kept.
 The ``_ci_lo`` / ``_ci_hi`` pair and the ``_stderr`` of a metric share one bootstrap per records list (its
 replicates cached by content), and every metric of one (task, filter) shares one :class:`RecordArrays`:
 lm-eval calls one aggregation per metric name, each with its own list of the same record objects
@@ -46,7 +48,8 @@ from ..core import metrics as M
 from ..core.records import RecordArrays, to_arrays
 from .base import unwrap
 
-__all__ = ["AGG_PREFIX", "AGGREGATIONS", "aggregate", "metric_list", "shared_arrays"]
+__all__ = ["AGG_PREFIX", "AGGREGATIONS", "aggregate", "metric_list", "default_metric_list", "config_layout",
+           "declared_metric_list", "shared_arrays"]
 
 AGG_PREFIX = "semcal_"
 
@@ -121,6 +124,46 @@ def metric_list(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
     if bad:
         raise ValueError(f"unknown semcal metric(s) {bad}")
     return [{"metric": n, "aggregation": AGGREGATIONS[n], "higher_is_better": T.HIGHER_IS_BETTER[n]} for n in names]
+
+
+def default_metric_list(layout: str) -> list[dict[str, Any]]:
+    """The ``metric_list`` entries a semcal task class fills in for records of ``layout`` (a key of
+    :data:`semcal_eval.core.metric_table.TASK_METRICS`) when its YAML names none."""
+    if layout not in T.TASK_METRICS:
+        raise ValueError(f"no default metric_list for {layout!r} (known: {', '.join(T.TASK_METRICS)}); set the "
+                         "task's metric_list in its YAML, or add the layout to metric_table.TASK_METRICS")
+    return metric_list(T.TASK_METRICS[layout])
+
+
+def config_layout(config: dict) -> str | None:
+    """The record layout of a task config (read as data, ``class`` a ``!function`` text; or built, ``class`` the
+    class): what its task class fills :func:`default_metric_list` in for. A ``SemSoftTask`` class gives ``soft``
+    when ``metadata.soft_field`` is set, else ``classification``; a ``QATask`` its ``metadata.mode`` (default
+    ``agreement``); any other
+    config None (a plain lm-eval task: its YAML must name its metric_list). The task classes call it on their
+    own config, so the board's registry (which reads the YAMLs as data) declares what a run logs.
+
+    >>> config_layout({"class": "!function utils.QATask", "metadata": {"mode": "rlcr"}})
+    'rlcr'
+    """
+    cls = config.get("class")
+    # a built class answers for its bases too (a user's subclass); a YAML names the class by its last dotted part
+    names = {c.__name__ for c in cls.__mro__} if isinstance(cls, type) else {str(cls or "").rsplit(".", 1)[-1]}
+    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    if any(n.endswith("SemSoftTask") for n in names):
+        return "soft" if metadata.get("soft_field") else T.CLASSIFICATION
+    if any(n.endswith("QATask") for n in names):
+        return str(metadata.get("mode") or "agreement")
+    return None
+
+
+def declared_metric_list(config: dict) -> list[dict[str, Any]]:
+    """A task config's metric_list as its task will have it: the config's own, else its class's default
+    (:func:`config_layout`), else [] (lm-eval's default for the output type, which semcal does not score)."""
+    if config.get("metric_list"):
+        return list(config["metric_list"])
+    layout = config_layout(config)
+    return default_metric_list(layout) if layout is not None else []
 
 
 def _make(name: str) -> Callable[[Sequence[dict]], float]:

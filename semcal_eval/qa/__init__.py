@@ -3,11 +3,12 @@
 =================  =====================================================================================
 module             job
 =================  =====================================================================================
-``answers``        SQuAD normalisation, exact match, token-F1, correctness, the answer line of a generation
+``answers``        SQuAD normalisation, the one gold reader (usable aliases), exact match, token-F1, the answer line
 ``judges``         answer-equivalence judges (F1, EM, embedding, NLI, LLM) and ``get_judge``
 ``agreement``      greedy bidirectional clustering, semantic entropy, the confidences, ``score_question``
 ``verbalized``     the verbalised-confidence parsers (plain "Confidence: p" and RLCR's tags)
 ``prompts``        the QA tasks' prompts (shared with the trainers)
+``settings``       ``QASettings``: the QA tasks' typed settings, one table of fields, defaults and checks
 ``task``           the lm-eval glue: data hook, filters, ``QATask`` (imports lm-eval; not imported here)
 =================  =====================================================================================
 

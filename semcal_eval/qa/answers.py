@@ -7,6 +7,7 @@ judges import this module, never the other way round).
 
 from __future__ import annotations
 
+import numbers
 import re
 import string
 import unicodedata
@@ -18,6 +19,9 @@ __all__ = [
     "fold",
     "EmptyGoldError",
     "normalize_answer",
+    "gold_aliases",
+    "usable_alias",
+    "usable_golds",
     "check_golds",
     "exact_match",
     "token_f1",
@@ -29,7 +33,7 @@ __all__ = [
 
 
 class EmptyGoldError(ValueError):
-    """Raised when a question has no usable gold answer (empty list, or only empty strings)."""
+    """Raised when a question being scored has no usable gold answer (:func:`check_golds`)."""
 
 
 #: Letters of other scripts (and Latin look-alikes) that render like a Latin letter, mapped to it. NFKC maps
@@ -90,25 +94,87 @@ def normalize_answer(s: str) -> str:
     return " ".join(s.split())
 
 
-def check_golds(golds: str | Iterable[str]) -> list[str]:
-    """The gold aliases as a list of strings (a single string is one alias; None entries are dropped).
+# ------------------------------------------------------------------------------------------------------------
+# The one reader of gold answers
+# ------------------------------------------------------------------------------------------------------------
+# Every site that reads a question's gold aliases goes through these three functions: the QA tasks' data hook
+# (semcal_eval.data.fields.qa_golds), the stock wrapper (semcal_eval.qa.stock.golds_of), the trainers' reward
+# columns (trainers.rewards.matching.gold_list) and the scorers (check_golds here, grading.golds_for_grading).
+# One rule: an alias is usable when its SQuAD normalisation still holds a letter or digit. Where rows can be
+# dropped (loading data) a question with no usable alias is dropped and counted; where one question is scored
+# and there is nothing to drop, it is an EmptyGoldError naming the fix.
 
-    Raises :class:`EmptyGoldError` when no alias survives SQuAD normalisation: such a question cannot be
-    scored, and scoring it as "never correct" would bias accuracy and calibration.
 
-    >>> check_golds("Paris")
-    ['Paris']
+def gold_aliases(golds) -> list[str]:
+    """The gold aliases of one question as strings, before the usability rule: a string is one alias, a list
+    (or tuple, or any non-string iterable) holds aliases, None entries (and a None value) are skipped, a number
+    is read as its text. Anything else (a dict such as TriviaQA's answer struct, bytes, a nested list) is a
+    ValueError naming the fix.
+
+    >>> gold_aliases("Paris"), gold_aliases(["Paris", None, 1988]), gold_aliases(None)
+    (['Paris'], ['Paris', '1988'], [])
     """
+    if golds is None:
+        return []
     if isinstance(golds, str):
-        golds = [golds]
-    golds = [g for g in golds if g is not None]
-    if not golds or all(not normalize_answer(str(g)) for g in golds):
+        return [golds]
+    if isinstance(golds, (dict, bytes)) or not isinstance(golds, Iterable):
+        raise ValueError(f"gold answers must be a string or a list of strings, got {type(golds).__name__} "
+                         f"({str(golds)[:40]!r}); pass the question's acceptable answers as a list of strings")
+    out = []
+    for g in golds:
+        if g is None:
+            continue
+        if isinstance(g, numbers.Number) and not isinstance(g, bool):
+            g = str(g)
+        if not isinstance(g, str):
+            raise ValueError(f"gold aliases must be strings, got {type(g).__name__} ({str(g)[:40]!r}); pass the "
+                             "question's acceptable answers as a flat list of strings")
+        out.append(g)
+    return out
+
+
+def usable_alias(alias: str) -> bool:
+    """An alias can be graded ⇔ its SQuAD normalisation (:func:`normalize_answer`) holds a letter or digit
+    ("The", "a", "", "—" and "€" normalise to nothing a judge can read).
+
+    >>> usable_alias("The Beatles"), usable_alias("The"), usable_alias("...")
+    (True, False, False)
+    """
+    return any(ch.isalnum() for ch in normalize_answer(alias))
+
+
+def usable_golds(golds, unanswerable: Iterable[str] = ()) -> list[str]:
+    """The usable aliases of one question (:func:`gold_aliases`, kept where :func:`usable_alias` and not one of
+    the dataset's ``unanswerable`` markers, compared normalised). [] means the question cannot be scored: a
+    caller that loads rows drops it and counts it.
+
+    >>> usable_golds(["The", "a"]), usable_golds(["Paris", "", "the"])
+    ([], ['Paris'])
+    >>> usable_golds(["No Answer Present.", "Yes"], unanswerable=["No Answer Present."])
+    ['Yes']
+    """
+    bad = {normalize_answer(u) for u in unanswerable}
+    return [g for g in gold_aliases(golds) if usable_alias(g) and normalize_answer(g) not in bad]
+
+
+def check_golds(golds: str | Iterable[str]) -> list[str]:
+    """The usable gold aliases of one question being scored (:func:`usable_golds`: unusable aliases dropped).
+
+    Raises :class:`EmptyGoldError` when no alias is usable: such a question cannot be scored, and scoring it as
+    "never correct" would bias accuracy and calibration. The data loaders drop such questions first.
+
+    >>> check_golds("Paris"), check_golds(["", "Paris", "the"])
+    (['Paris'], ['Paris'])
+    """
+    out = usable_golds(golds)
+    if not out:
         raise EmptyGoldError(
-            f"no usable gold answer (got {list(golds)!r}): every alias is empty after SQuAD normalisation. "
-            "Drop unanswerable questions before scoring (the semcal QA tasks do this when they load the data, "
-            "with semcal_eval.data.fields.qa_golds, and log how many they dropped)."
+            f"no usable gold answer (got {gold_aliases(golds)[:5]!r}): every alias normalises to nothing (no letter "
+            "or digit after SQuAD normalisation). Drop unanswerable questions before scoring (the semcal QA tasks "
+            "do this when they load the data, with semcal_eval.data.fields.qa_golds, and log how many they dropped)."
         )
-    return [str(g) for g in golds]
+    return out
 
 
 def exact_match(pred: str, golds: str | Iterable[str]) -> int:

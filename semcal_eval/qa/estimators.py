@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from semcal_eval.core import recalibration
 from semcal_eval.core.crossfit import splits as crossfit_splits
 from semcal_eval.core.metrics import expected_cumsum
 
-from .answers import normalize_answer, rouge_l_f1, token_f1
+from .answers import check_golds, normalize_answer, rouge_l_f1, token_f1
 
 __all__ = [
     "max_sequence_probability",
@@ -367,10 +368,7 @@ def quality_rouge_l(answer: str, golds: Sequence[str]) -> float:
     >>> round(quality_rouge_l("Paris is the capital", ["Lyon", "Paris is the capital of France"]), 6)
     0.75
     """
-    golds = [g for g in golds if g is not None]
-    if not golds:
-        raise ValueError("quality_rouge_l: no gold answer")
-    return max(rouge_l(answer, g) for g in golds)
+    return max(rouge_l(answer, g) for g in check_golds(golds))  # the one gold reader: EmptyGoldError if none
 
 
 def prr_quality(conf: Sequence[float], quality: Sequence[float]) -> float:
@@ -502,14 +500,15 @@ def estimator_conf(name: str, ev: Evidence) -> tuple[float, float] | None:
 def crossfit_calibrate(scores: Sequence[float], correct: Sequence[int], folds: Sequence[int] | None = None,
                        method: str = "isotonic") -> np.ndarray:
     """P(correct | score), 2-fold cross-fitted: each fold's documents are mapped by a monotone map fitted on
-    the other fold only (isotonic regression, increasing, clipped outside the fitted range; or ``"platt"``,
-    logistic regression on the score). ``folds`` default: :func:`semcal_eval.core.crossfit.folds`, position % 2
-    (the folds of the ``_ts`` rows). A fold whose other fold has one class only gets that fold's base rate
-    (nothing to fit a ranking on).
+    the other fold only: the one definition of each map, :func:`semcal_eval.core.recalibration.fit_isotonic`
+    (increasing, clipped outside the fitted range) or ``"platt"``,
+    :func:`~semcal_eval.core.recalibration.fit_platt` (logistic regression on logit(score), the score a
+    confidence in [0, 1]). ``folds`` default: :func:`semcal_eval.core.crossfit.folds`, position % 2 (the folds
+    of the ``_ts`` rows). A fold whose other fold has one class only gets that fold's base rate (nothing to fit
+    a ranking on).
     """
-    from sklearn.isotonic import IsotonicRegression
-    from sklearn.linear_model import LogisticRegression
-
+    if method not in recalibration.POSTHOC_METHODS:
+        raise ValueError(f"crossfit_calibrate: method={method!r} must be 'isotonic' or 'platt'")
     x = np.asarray(scores, dtype=np.float64)
     y = np.asarray(correct, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1 or x.size < 4:
@@ -521,16 +520,5 @@ def crossfit_calibrate(scores: Sequence[float], correct: Sequence[int], folds: S
             continue
         if not len(fit):
             raise ValueError("crossfit_calibrate: one fold is empty; need documents in both folds")
-        yf = y[fit]
-        if yf.min() == yf.max():
-            out[app] = yf.mean()
-            continue
-        if method == "isotonic":
-            m = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(x[fit], yf)
-            out[app] = m.predict(x[app])
-        elif method == "platt":
-            m = LogisticRegression(C=1e6).fit(x[fit, None], yf.astype(int))
-            out[app] = m.predict_proba(x[app, None])[:, 1]
-        else:
-            raise ValueError(f"crossfit_calibrate: method={method!r} must be 'isotonic' or 'platt'")
+        out[app] = recalibration.fit_posthoc(method, x[fit], y[fit]).apply(x[app])
     return np.clip(out, 0.0, 1.0)

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .cover import ALTERNATIVES, STOP_WORDS, CoverError, check_text, clean, content, covers, is_empty, tokens
-from .answers import EmptyGoldError, best_f1, fold, normalize_answer, rouge_l_f1
+from .cover import ALTERNATIVES, STOP_WORDS, check_text, clean, content, covers, tokens
+from .answers import best_f1, check_golds, fold, normalize_answer, rouge_l_f1
 
 __all__ = [
     "LEAD_INS",
@@ -111,20 +111,10 @@ def _grade_one(core: str, answer: str, gold: str) -> bool:
 
 
 def golds_for_grading(golds: str | Iterable[str]) -> list[str]:
-    """The gold aliases as strings; :class:`EmptyGoldError` when none holds a letter or digit (such a question
-    cannot be graded: "never correct" would bias accuracy and every reward)."""
-    if isinstance(golds, str):
-        golds = [golds]
-    if golds is None or not isinstance(golds, Iterable):
-        raise EmptyGoldError(f"golds must be a string or a list of strings, got {type(golds).__name__}")
-    out = [g for g in golds if g is not None]
-    bad = [g for g in out if not isinstance(g, str)]
-    if bad:
-        raise CoverError(f"gold aliases must be strings, got {type(bad[0]).__name__} ({str(bad[0])[:40]!r})")
-    if not any(not is_empty(g) for g in out):
-        raise EmptyGoldError(f"no usable gold answer (got {out[:5]!r}): every alias is empty. Drop unanswerable "
-                             "questions before grading (the QA tasks drop and count them when they load the data)")
-    return out
+    """The usable gold aliases (:func:`semcal_eval.qa.answers.check_golds`, the one gold reader: aliases whose
+    SQuAD normalisation holds no letter or digit are dropped); :class:`EmptyGoldError` when none is left (such
+    a question cannot be graded: "never correct" would bias accuracy and every reward)."""
+    return check_golds(golds)
 
 
 def grade_cover(answer: str, golds: str | Iterable[str], question: str = "") -> bool:

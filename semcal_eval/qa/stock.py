@@ -10,7 +10,7 @@ documents and gold answers:
 
 * the **prompt** is the task's own ``doc_to_text`` (few-shot settings included); its ``generation_kwargs`` give
   ``until`` / ``max_gen_toks`` of the greedy answer and the samples, the sampling settings come from
-  ``--metadata`` (:data:`semcal_eval.qa.task.QA_DEFAULTS`: ``num_samples``, ``temperature``, ...);
+  ``--metadata`` (:class:`semcal_eval.qa.settings.QASettings`: ``num_samples``, ``temperature``, ...);
 * the **gold answers** are ``doc_to_target`` (a list is a list of acceptable aliases, an index into
   ``doc_to_choice`` the choice text); documents without a non-empty gold are dropped with a warning, as the QA
   tasks drop them;
@@ -29,7 +29,7 @@ import logging
 
 from semcal_eval.core import metric_table as T
 from semcal_eval.harness.aggregations import metric_list
-from semcal_eval.qa.answers import EmptyGoldError
+from semcal_eval.qa.answers import EmptyGoldError, usable_golds
 from semcal_eval.qa.task import QATask
 
 __all__ = ["StockSemAgreeTask", "golds_of"]
@@ -38,13 +38,15 @@ log = logging.getLogger(__name__)
 
 
 def golds_of(target, choices=None) -> list[str]:
-    """The acceptable answers of a ``doc_to_target`` value: each non-empty alias of a list, the choice text of an
-    index when the task has ``doc_to_choice``, else the value as text.
+    """The usable answers of a ``doc_to_target`` value: the aliases of a list, the choice text of an index when the
+    task has ``doc_to_choice``, else the value as text; each stripped, then kept by the one gold reader
+    (:func:`semcal_eval.qa.answers.usable_golds`: an alias whose SQuAD normalisation holds no letter or digit is
+    dropped). [] means the document has no gold: the task drops it and counts it.
 
     >>> golds_of(["Paris", "", "paris, France"])
     ['Paris', 'paris, France']
-    >>> golds_of(1, ["no", "yes"])
-    ['yes']
+    >>> golds_of(1, ["no", "yes"]), golds_of(["The", "a"])
+    (['yes'], [])
     """
     if isinstance(target, (list, tuple)):
         values = list(target)
@@ -52,7 +54,8 @@ def golds_of(target, choices=None) -> list[str]:
         values = [choices[target]]
     else:
         values = [target]
-    return [str(v).strip() for v in values if v is not None and str(v).strip()]
+    # doc_to_target text carries lm-eval's target delimiter (" Paris"): stripped before the reader
+    return usable_golds([str(v).strip() for v in values if v is not None])
 
 
 class StockSemAgreeTask(QATask):

@@ -10,14 +10,14 @@ request → :class:`JudgeFilter` clusters them (:func:`semcal_eval.qa.agreement.
 (:mod:`semcal_eval.harness.aggregations`).
 
 Settings come from the task's ``metadata`` (the YAML's, merged with ``--metadata``; the CLI wins), see
-:data:`QA_DEFAULTS`. This module imports lm-eval; the pure QA functions live in :mod:`semcal_eval.qa`.
+:class:`semcal_eval.qa.settings.QASettings`. This module imports lm-eval; the pure QA functions live in
+:mod:`semcal_eval.qa`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from copy import deepcopy
 
 from datasets import Dataset, DatasetDict
@@ -35,16 +35,15 @@ from semcal_eval.harness.lm_eval_compat import metric_names
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
-from .grading import CORRECTNESS_RULES, DEFAULT_CORRECTNESS, correct_by
-from .judges import JUDGES, get_judge
+from .grading import DEFAULT_CORRECTNESS, correct_by
+from .judges import get_judge
 from .prompts import qa_doc_to_text
-from .ptrue import PTRUE_STYLES
+from .settings import RECORD_FIELDS, QASettings
 from .verbalized import RD_BINS, parse_rd, parse_rlcr, parse_verbalized
 
 __all__ = [
-    "QA_DEFAULTS",
+    "QASettings",
     "SAMPLING_KEYS",
-    "qa_settings",
     "qa_docs",
     "load",
     "qa_doc_to_target",
@@ -56,124 +55,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Task settings read from the task's ``metadata`` (YAML ``metadata:`` merged with ``--metadata``, CLI wins).
-QA_DEFAULTS: dict = {
-    # "agreement": greedy + K samples, judged; "verbalized": one greedy answer + stated confidence; "rlcr": the
-    # same for RLCR-trained models (RLCR's prompt and budget; the filter also logs RLCR's format check)
-    "mode": "agreement",
-    "num_samples": 10,  # K sampled answers per question (≥ 2)
-    "temperature": 1.0,  # sampling temperature of the K samples (the greedy answer is always greedy)
-    "top_p": 1.0,  # 1.0 and sample_top_k 0: plain multinomial sampling at `temperature`, as in Farquhar et al. 2024
-    # the samples' top-k; not "top_k", which is Semantic Softmax's K (one --metadata serves every task of a run)
-    "sample_top_k": 0,
-    # correct ⇔ semcal_eval.qa.grading.grade, the cover judge (the training rewards' grader: the answer covers a
-    # gold alias and claims nothing beside it; docs/JUDGE.md); "strict": the exact rule of task versions 2.x;
-    # "f1": best token-F1 ≥ correct_threshold (pays for listing candidates); "judge": the filter's judge ≡ a gold
-    "correctness": DEFAULT_CORRECTNESS,
-    "correct_threshold": 0.5,  # correctness "f1" only
-    "judges": None,  # None: the YAML's filter_list; else e.g. ["f1", "embed"] → filters judge_f1, judge_embed
-    "judge_kwargs": {},  # per judge name, e.g. {"nli": {"model_name": "microsoft/deberta-large-mnli"}}
-    "missing_confidence": 0.5,  # verbalized/rlcr: confidence used when none can be parsed (counted in conf_parse_rate)
-    # agreement mode: one filter row per uncertainty estimator (semcal_eval.qa.estimators), read from the same
-    # greedy answer and K samples; [] for none; add "ptrue" for P(True) (one more forward pass per question)
-    "estimators": list(EST.DEFAULT_ESTIMATORS),
-    "estimator_judge": "cover",  # the judge of the samples' agreement matrix / clusters the consistency rows read
-    # cross-fitted map of each non-probability estimator to P(correct), as rows <name>_iso; None: no such rows
-    "estimator_calibration": "isotonic",
-    "ptrue_model": "semcal:smollm2-135m",  # the model P(True) asks; should be the evaluated one
-    # lm-polygraph's definitions as options (docs/QA_ESTIMATORS.md): cluster the samples without the greedy
-    # answer (NumSets, semantic entropy, the samples' clusters); polygraph's P(True) prompt and p("True");
-    # EOS masked for the first min_new_tokens tokens (polygraph: 2; sends generation to stock HFLM, see the doc)
-    "cluster_greedy": True,
-    "ptrue_prompt": "semcal",
-    "min_new_tokens": 0,
-    # log each greedy answer's and sample's token log-probs (and the greedy answer's entropies) in the record of
-    # the judge filters, so that logit-based estimators can be recomputed from the samples file
-    "log_token_logprobs": False,
-}
-
 #: generation keys that set the *sampling* of the K answers; ``--gen_kwargs`` may not change them.
 SAMPLING_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "typical_p", "num_beams",
                  "num_return_sequences", "repetition_penalty")
 
-#: The fields of the one confidence record each mode fills (metrics may read only these).
-_RECORD_FIELDS = {
-    "agreement": ("conf", "correct", "em", "conf_entropy"),
-    "verbalized": ("conf", "correct", "em", "conf_parsed"),
-    "rlcr": ("conf", "correct", "em", "conf_parsed"),
-    "rd": ("conf", "correct", "em", "conf_parsed"),  # Rewarding Doubt: integer confidence 0–10, read as c/10
-}
-#: The modes with one greedy answer and a stated confidence (no samples, one VerbalizedFilter).
-_STATED = ("verbalized", "rlcr", "rd")
-
-
-def qa_settings(metadata: dict | None) -> dict:
-    """Effective QA task settings: :data:`QA_DEFAULTS` < metadata; validated with errors naming the fix.
-
-    ``judges`` may be a list or a string such as ``"f1+embed"``; it comes back as a list (or None).
-    """
-    meta = metadata or {}
-    s = {**QA_DEFAULTS, **{k: meta[k] for k in QA_DEFAULTS if k in meta}}
-    if "top_k" in meta and "sample_top_k" not in meta:
-        log.warning("QA task: metadata top_k=%r is Semantic Softmax's K and does not change QA sampling; the "
-                    "samples' top-k is sample_top_k (now %s)", meta["top_k"], s["sample_top_k"])
-    if s["mode"] not in _RECORD_FIELDS:
-        raise ValueError(f"QA task: mode={s['mode']!r} must be one of {', '.join(map(repr, _RECORD_FIELDS))}")
-    try:
-        s["num_samples"] = int(s["num_samples"])
-        s["temperature"], s["top_p"] = float(s["temperature"]), float(s["top_p"])
-        s["sample_top_k"], s["correct_threshold"] = int(s["sample_top_k"]), float(s["correct_threshold"])
-        s["missing_confidence"] = float(s["missing_confidence"])
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"QA task: bad numeric setting in --metadata ({e})") from e
-    if s["mode"] == "agreement" and s["num_samples"] < 2:
-        raise ValueError(
-            f"QA task: num_samples={s['num_samples']} but semantic agreement needs K ≥ 2 sampled answers "
-            "(entropy confidence 1 − SE/log K is undefined for K = 1). Use --metadata '{\"num_samples\": 10}', "
-            "or the verbalized variant for single-answer confidence."
-        )
-    if not s["temperature"] > 0:
-        raise ValueError(f"QA task: temperature={s['temperature']} must be > 0 for sampling")
-    if not 0.0 < s["correct_threshold"] <= 1.0:
-        raise ValueError(f"QA task: correct_threshold={s['correct_threshold']} must be in (0, 1]")
-    if not 0.0 <= s["missing_confidence"] <= 1.0:
-        raise ValueError(f"QA task: missing_confidence={s['missing_confidence']} must be in [0, 1]")
-    if s["correctness"] not in CORRECTNESS_RULES:
-        raise ValueError(f"QA task: correctness={s['correctness']!r} must be one of {', '.join(CORRECTNESS_RULES)}")
-    j = s["judges"]
-    if isinstance(j, str):
-        j = [x for x in re.split(r"[+,|\s]+", j) if x]
-    if j is not None:
-        bad = [x for x in j if x not in JUDGES]
-        if not j or bad:
-            raise ValueError(f"QA task: judges={s['judges']!r}: choose a non-empty list from {sorted(JUDGES)}")
-    s["judges"] = j
-    e = s["estimators"]
-    if isinstance(e, str):
-        e = [x for x in re.split(r"[+,|\s]+", e) if x]
-    bad = [x for x in (e or []) if x not in EST.ESTIMATORS and x != "ptrue"]
-    if bad or not isinstance(e, (list, tuple)):
-        raise ValueError(f"QA task: estimators={s['estimators']!r}: choose from {[*EST.ESTIMATORS, 'ptrue']} "
-                         "(or [] for none)")
-    s["estimators"] = list(e)
-    if s["estimator_judge"] not in JUDGES:
-        raise ValueError(f"QA task: estimator_judge={s['estimator_judge']!r} must be one of {sorted(JUDGES)}")
-    if s["estimator_calibration"] not in (None, "isotonic", "platt"):
-        raise ValueError("QA task: estimator_calibration must be 'isotonic', 'platt' or null")
-    if not isinstance(s["judge_kwargs"], dict):
-        raise ValueError("QA task: judge_kwargs must map a judge name to its keyword arguments")
-    for key in ("cluster_greedy", "log_token_logprobs"):
-        if not isinstance(s[key], bool):
-            raise ValueError(f"QA task: {key}={s[key]!r} must be true or false (JSON booleans in --metadata)")
-    if s["ptrue_prompt"] not in PTRUE_STYLES:
-        raise ValueError(f"QA task: ptrue_prompt={s['ptrue_prompt']!r} must be one of {PTRUE_STYLES}")
-    try:
-        s["min_new_tokens"] = int(s["min_new_tokens"])
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"QA task: min_new_tokens={s['min_new_tokens']!r} must be an integer ≥ 0") from e
-    if s["min_new_tokens"] < 0:
-        raise ValueError(f"QA task: min_new_tokens={s['min_new_tokens']} must be ≥ 0 (polygraph's setting is 2)")
-    return s
+#: The fields of the one confidence record each mode fills (the modes' table: semcal_eval.qa.settings)
+_RECORD_FIELDS = RECORD_FIELDS
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -343,7 +230,7 @@ class EstimatorFilter(JudgeFilter):
         self.estimator, self.calibrate = estimator, calibrate
         self._warned: set = set()  # lm-eval builds the filter once per apply: one warning per row and run
         self._ptrue = None
-        self.ptrue_model = ptrue_model or QA_DEFAULTS["ptrue_model"]
+        self.ptrue_model = ptrue_model or QASettings.ptrue_model
 
     def _one(self, doc, greedy_resp, sample_resps) -> dict:
         q, golds = doc["qa_question"], doc["qa_golds"]
@@ -489,18 +376,22 @@ class QATask(ConfigurableTask):
     K sampled answers (``repeats=K`` on a second ``generate_until`` instance), clustered by each judge
     filter; or, with ``mode: verbalized`` (or ``rlcr``), one greedy answer with a stated confidence.
 
-    Settings come from ``metadata`` (:data:`QA_DEFAULTS`). ``--gen_kwargs`` may change ``until`` or
-    ``max_gen_toks`` (applied to greedy and samples, with a warning) but not the sampling keys
+    Settings come from ``metadata`` (:class:`~semcal_eval.qa.settings.QASettings`, checked once here).
+    ``--gen_kwargs`` may change ``until`` or ``max_gen_toks`` (applied to greedy and samples, with a warning)
+    but not the sampling keys
     (:data:`SAMPLING_KEYS`): those raise, naming the ``--metadata`` keys to use instead.
     """
 
     def __init__(self, config: dict | None = None, **kwargs):
         config = dict(config or {})
         config.pop("class", None)  # TaskConfig rejects unknown keys
-        self.qa = qa_settings(config.get("metadata"))
+        self.qa = QASettings.from_metadata(config.get("metadata"))
         if int(config.get("repeats", 1) or 1) != 1:
             raise ValueError("QA task: set the number of samples with metadata num_samples, not repeats")
-        _check_metrics(config.get("task"), self.qa["mode"], config.get("metric_list"))
+        # no metric_list in the YAML: the metric table's default for this mode, filled in as lm-eval fills an
+        # output type's default (aggregations.config_layout: the same rule the board's registry reads YAMLs by)
+        config["metric_list"] = aggregations.declared_metric_list({**config, "class": type(self)})
+        _check_metrics(config.get("task"), self.qa.mode, config.get("metric_list"))
         config["filter_list"] = self._filters_from_settings(config.get("filter_list"))
         config["process_results"] = process_results_marker
         super().__init__(config=config, **kwargs)
@@ -510,27 +401,26 @@ class QATask(ConfigurableTask):
 
     def _filters_from_settings(self, filter_list):
         s = self.qa
-        if s["mode"] in _STATED:
-            return [{"name": s["mode"], "filter": [{
-                "function": VerbalizedFilter, "threshold": s["correct_threshold"], "correctness": s["correctness"],
-                "missing_confidence": s["missing_confidence"], "rlcr": s["mode"] == "rlcr",
-                "rd": s["mode"] == "rd"}]}]
-        if s["judges"] is not None:
+        if s.stated:
+            return [{"name": s.mode, "filter": [{
+                "function": VerbalizedFilter, "threshold": s.correct_threshold, "correctness": s.correctness,
+                "missing_confidence": s.missing_confidence, "rlcr": s.mode == "rlcr", "rd": s.mode == "rd"}]}]
+        if s.judges is not None:
             filter_list = [{"name": f"judge_{'embed' if j == 'embedding' else j}",
-                            "filter": [{"function": JudgeFilter, "judge": j}]} for j in s["judges"]]
+                            "filter": [{"function": JudgeFilter, "judge": j}]} for j in s.judges]
         if not filter_list:
             filter_list = [{"name": "judge_f1", "filter": [{"function": JudgeFilter, "judge": "f1"}]}]
         filter_list = deepcopy(filter_list)
-        for name in s["estimators"]:
+        for name in s.estimators:
             filter_list.append({"name": name, "filter": [{
-                "function": EstimatorFilter, "judge": s["estimator_judge"], "estimator": name,
-                "ptrue_model": s["ptrue_model"], "ptrue_prompt": s["ptrue_prompt"]}]})
+                "function": EstimatorFilter, "judge": s.estimator_judge, "estimator": name,
+                "ptrue_model": s.ptrue_model, "ptrue_prompt": s.ptrue_prompt}]})
             est = EST.ESTIMATORS.get(name)
-            if est is not None and not est.probability and s["estimator_calibration"]:
-                filter_list.append({"name": f"{name}_iso" if s["estimator_calibration"] == "isotonic" else
+            if est is not None and not est.probability and s.estimator_calibration:
+                filter_list.append({"name": f"{name}_iso" if s.estimator_calibration == "isotonic" else
                                     f"{name}_platt", "filter": [{
-                                        "function": EstimatorFilter, "judge": s["estimator_judge"],
-                                        "estimator": name, "calibrate": s["estimator_calibration"]}]})
+                                        "function": EstimatorFilter, "judge": s.estimator_judge,
+                                        "estimator": name, "calibrate": s.estimator_calibration}]})
         for fl in filter_list:
             steps = fl.get("filter") or []
             fn = steps[0].get("function") if len(steps) == 1 else None
@@ -539,13 +429,13 @@ class QATask(ConfigurableTask):
                                  "semcal_eval.qa.task.JudgeFilter step (one judge per named filter)")
             step = steps[0]
             name = step.get("judge", "f1")
-            step.update(s["judge_kwargs"].get(name, {}))
-            step.setdefault("correctness", s["correctness"])
-            step.setdefault("threshold", s["correct_threshold"])
-            step.setdefault("num_samples", s["num_samples"])
-            step.setdefault("cluster_greedy", s["cluster_greedy"])
+            step.update(s.judge_kwargs.get(name, {}))
+            step.setdefault("correctness", s.correctness)
+            step.setdefault("threshold", s.correct_threshold)
+            step.setdefault("num_samples", s.num_samples)
+            step.setdefault("cluster_greedy", s.cluster_greedy)
             if not (isinstance(fn, type) and issubclass(fn, EstimatorFilter)):
-                step.setdefault("log_token_logprobs", s["log_token_logprobs"])
+                step.setdefault("log_token_logprobs", s.log_token_logprobs)
         return filter_list
 
     def _gen_kwargs(self) -> tuple[dict, dict | None]:
@@ -557,8 +447,8 @@ class QATask(ConfigurableTask):
             raise ValueError(
                 f"{self.config.task}: --gen_kwargs would change {bad}, which this QA task sets itself (one "
                 "greedy answer plus K samples). Set sampling with --metadata, e.g. "
-                f"'{{\"num_samples\": {self.qa['num_samples']}, \"temperature\": {self.qa['temperature']}, "
-                f"\"top_p\": {self.qa['top_p']}, \"sample_top_k\": {self.qa['sample_top_k']}}}', and drop {bad} from "
+                f"'{{\"num_samples\": {self.qa.num_samples}, \"temperature\": {self.qa.temperature}, "
+                f"\"top_p\": {self.qa.top_p}, \"sample_top_k\": {self.qa.sample_top_k}}}', and drop {bad} from "
                 "--gen_kwargs."
             )
         if changed and not self._warned_gen:
@@ -566,15 +456,15 @@ class QATask(ConfigurableTask):
                         self.config.task, {k: cur.get(k) for k in changed})
             self._warned_gen = True
         base = {k: v for k, v in cur.items() if k not in SAMPLING_KEYS}
-        if self.qa["min_new_tokens"] > 0:
+        if self.qa.min_new_tokens > 0:
             # transformers' MinNewTokensLengthLogitsProcessor (EOS masked for the first n tokens), polygraph's
             # generation setting; an unknown key to the shared-prefix path, so stock HFLM generates these
-            base["min_new_tokens"] = self.qa["min_new_tokens"]
+            base["min_new_tokens"] = self.qa.min_new_tokens
         greedy = {**base, "do_sample": False}
-        if self.qa["mode"] in _STATED:
+        if self.qa.stated:
             return greedy, None
-        sample = {**base, "do_sample": True, "temperature": self.qa["temperature"],
-                  "top_p": self.qa["top_p"], "top_k": self.qa["sample_top_k"]}
+        sample = {**base, "do_sample": True, "temperature": self.qa.temperature,
+                  "top_p": self.qa.top_p, "top_k": self.qa.sample_top_k}
         return greedy, sample
 
     def construct_requests(self, doc, ctx, **kwargs):
@@ -584,7 +474,7 @@ class QATask(ConfigurableTask):
                          metadata=(task, doc_id, 1))]
         if sample is not None:
             reqs.append(Instance(request_type="generate_until", doc=doc, arguments=(ctx, sample), idx=1,
-                                 metadata=(task, doc_id, self.qa["num_samples"])))
+                                 metadata=(task, doc_id, self.qa.num_samples)))
         return reqs
 
     def process_results(self, doc, results):
@@ -610,7 +500,7 @@ class QATask(ConfigurableTask):
             keep = [m for m in metric_names(self)
                     if _metric_reads(m, record) and (rec["probability"] or base_metric(m) in RANK_METRICS)]
             return metric_values(keep, record)
-        if self.qa["mode"] in _STATED:
+        if self.qa.stated:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_parsed=int(rec["conf_parsed"]))
         else:
             record = confidence_record(rec["conf"], rec["correct"], em=rec["em"], conf_entropy=rec["conf_entropy"])

@@ -54,20 +54,37 @@ class _LabelSet:
             )
 
 
+class CatalogueHFLM(HFLM):
+    """lm-eval's HFLM whose ``pretrained`` and ``tokenizer`` may name a catalogue model, ``semcal:smollm2-135m``
+    (see ``semcal-eval models list``), resolved here, where the model loads, to the cached folder.
+
+    lm-eval names the output folder and records ``model_args`` from the command line, not from the loaded model,
+    so a run keeps the catalogue name (``<output_path>/semcal__NAME/``, ``"pretrained": "semcal:NAME"``) rather
+    than the cache's absolute path. Any other value passes through unchanged. Not registered under a name of its
+    own: semcal's backends derive from it, and :func:`semcal_eval.cli.catalogue_hflm` lets lm-eval's ``hf`` use
+    it for a command line that names a catalogue model.
+    """
+
+    def __init__(self, pretrained="gpt2", **kwargs):
+        if isinstance(pretrained, str):
+            pretrained = resolve_pretrained(pretrained)
+        if isinstance(kwargs.get("tokenizer"), str):
+            kwargs["tokenizer"] = resolve_pretrained(kwargs["tokenizer"])
+        super().__init__(pretrained=pretrained, **kwargs)
+
+
 @register_model("hf-semsoft")
-class SemSoftLM(SharedPrefixMixin, HFLM):
+class SemSoftLM(SharedPrefixMixin, CatalogueHFLM):
     """HFLM with a ``semsoft`` request type (Semantic Softmax + constrained baseline from one pass) and
     shared-prefix sampling of the QA tasks' ``generate_until`` requests.
 
-    ``pretrained`` also accepts catalogue names, ``semcal:smollm2-135m`` (see ``semcal-eval models list``).
-    ``shared_prefix=False`` sends every ``generate_until`` request to HFLM's own path; ``sample_seed`` fixes
-    the seed of the QA samples (default: lm-eval's torch seed, ``--seed``'s third value).
+    ``pretrained`` (and ``tokenizer``) also accept catalogue names, ``semcal:smollm2-135m``
+    (:class:`CatalogueHFLM`). ``shared_prefix=False`` sends every ``generate_until`` request to HFLM's own path;
+    ``sample_seed`` fixes the seed of the QA samples (default: lm-eval's torch seed, ``--seed``'s third value).
     """
 
     def __init__(self, pretrained="semcal:smollm2-135m", shared_prefix: bool = True, sample_seed: int | None = None,
                  **kwargs):
-        if isinstance(pretrained, str):
-            pretrained = resolve_pretrained(pretrained)
         super().__init__(pretrained=pretrained, **kwargs)
         if isinstance(shared_prefix, str):  # a --model_args value that lm-eval left as text
             shared_prefix = shared_prefix.strip().lower() not in ("false", "0", "no", "off")

@@ -17,8 +17,9 @@ backend), and ``SemSoftTask.process_results`` builds the record from the row.
 * ``semsoft_tuned``: P_sem at the (τ, K, label embedding) chosen by :func:`semcal_eval.semsoft.tuning.select`
   on documents that are never reported — the task's tuning documents (validation-split documents whose
   prompts are not evaluated, answered in the same run) or, when the task has too few of those, the other fold
-  of the evaluated documents (the folds of ``crossfit_temperature``). Rows are gathered over ranks like the
-  cross-fitted temperature, so sharding does not change the choice.
+  of the evaluated documents (the folds of ``crossfit_temperature``); with too few of both the row is skipped
+  (:func:`tuned_skip_reason`), like the temperature rows. Rows are gathered over ranks like the cross-fitted
+  temperature, so sharding does not change the choice.
 * ``reference_predictor``: model-free rows — ``prior`` (training-split class frequencies), ``majority``
   (all mass on the most frequent training class) and ``uniform``, by :mod:`semcal_eval.core.references` (the
   board computes its reference rows with the same code). Per document and from the training split only, so
@@ -34,16 +35,15 @@ import json
 import logging
 from dataclasses import dataclass
 
-import numpy as np
 from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
-from semcal_eval.core import recalibration, references
-from semcal_eval.core import crossfit as crossfit_mod
-from semcal_eval.core.crossfit import crossfit
+from semcal_eval.core import references
+from semcal_eval.core.crossfit import crossfit, skip_reason
 from semcal_eval.core.records import first_gold
 from semcal_eval.harness.distributed import gather_rows
 from semcal_eval.harness.lm_eval_compat import task_instances
+from semcal_eval.run_rows import temperature_skip_reason, temperature_step
 from semcal_eval.semsoft import tuning
 from semcal_eval.semsoft.rows import REFERENCES
 from semcal_eval.semsoft.scoring import SemSoftError
@@ -118,8 +118,10 @@ class SkippedRow:
 class CrossfitTemperature(Filter):
     """Temperature scaling, 2-fold cross-fitted on all evaluated documents (see module docstring); applied
     to the :class:`SemSoftRow` of a ``semsoft_select`` step. ``task`` gives gold labels and doc_ids
-    (:class:`TaskView`). With fewer documents than a fit needs (:func:`semcal_eval.core.crossfit.skip_reason`; a short
-    ``--limit`` run) every row is a :class:`SkippedRow` (the task says so in one line before the model pass)."""
+    (:class:`TaskView`); the step is :func:`semcal_eval.run_rows.temperature_step`, the one the stock rows and the
+    board's re-check call. With fewer documents than it needs (:func:`semcal_eval.run_rows.temperature_skip_reason`;
+    a short ``--limit`` run) every row is a :class:`SkippedRow` (the task says so in one line before the model
+    pass)."""
 
     def __init__(self, task: TaskView, **kwargs):
         self.task = task
@@ -128,18 +130,12 @@ class CrossfitTemperature(Filter):
         ids = self.task.doc_ids(docs)
         rows = [(r.probs, first_gold(self.task.gold(d))) for r, d in zip(resps, docs)]
         all_ids, all_rows = gather_rows(ids, rows)  # every rank's documents, sorted by doc_id
-        skip = crossfit_mod.skip_reason(len(all_ids), recalibration.MIN_FIT_DOCS)
+        skip = temperature_skip_reason(len(all_ids))
         if skip is not None:
             return [SkippedRow(skip) for _ in ids]
-        probs = np.asarray([p for p, _ in all_rows], dtype=float)
-        labels = np.asarray([y for _, y in all_rows])
-
-        def scale(fold, fit_on, apply_to):
-            scaled, fit = recalibration.temperature_scale(probs[fit_on], labels[fit_on], probs[apply_to])
-            return [SemSoftRow(p.tolist(), temperature=float(fit.T), at_bound=bool(fit.at_bound), fold=fold)
-                    for p in scaled]
-
-        out = dict(zip(all_ids, crossfit(len(all_ids), scale)))
+        steps = temperature_step([p for p, _ in all_rows], [y for _, y in all_rows])
+        out = {i: SemSoftRow(p.tolist(), temperature=float(fit.T), at_bound=bool(fit.at_bound), fold=fold)
+               for i, (p, fit, fold) in zip(all_ids, steps)}
         return [out[i] for i in ids]
 
 
@@ -150,6 +146,20 @@ def _tune_row(resp, gold, soft) -> tuple:
         raise SemSoftError("semsoft_tuned: the response carries no tuning grid; the task must send one "
                            "(metadata tune: true, the default)")
     return r.grid, r.baseline, gold, soft
+
+
+def tuned_skip_reason(n_tune: int, n_evaluated: int) -> str | None:
+    """Why the ``semsoft_tuned`` row cannot be chosen on a run, or None: it is chosen on ``n_tune`` >=
+    :data:`~semcal_eval.semsoft.tuning.MIN_TUNE_DOCS` validation documents, else on the other fold of the
+    ``n_evaluated`` documents, which needs ``MIN_TUNE_DOCS`` per fold (:func:`semcal_eval.core.crossfit.skip_reason`).
+    Like the cross-fitted temperature rows, the row is then skipped, not the run refused."""
+    if n_tune >= tuning.MIN_TUNE_DOCS:
+        return None
+    crossfit_skip = skip_reason(n_evaluated, tuning.MIN_TUNE_DOCS)
+    if crossfit_skip is None:
+        return None
+    return (f"semsoft_tuned has {n_tune} validation documents to tune on ({tuning.MIN_TUNE_DOCS} needed), and its "
+            f"{crossfit_skip} (or pass --metadata '{{\"tune\": false}}')")
 
 
 @register_filter("semsoft_tuned")
@@ -181,6 +191,8 @@ class SemSoftTuned(Filter):
         if len(tune_rows) >= tuning.MIN_TUNE_DOCS:
             row = choose("validation", None, tune_rows)
             tuned = [row(i) for i in range(len(all_ids))]
+        elif (skip := tuned_skip_reason(len(tune_rows), len(all_ids))) is not None:
+            return [SkippedRow(skip) for _ in ids]
         else:  # too few never-evaluated documents: each fold of the evaluated ones is tuned on the other
             def per_fold(fold, fit_on, apply_to):
                 row = choose("crossfit", fold, [all_rows[i] for i in fit_on])

@@ -28,13 +28,13 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import ends_with_whitespace
 
-from semcal_eval.core import crossfit, recalibration
 from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import classification_record
 from semcal_eval.data.gold import GoldError, GoldReader
 from semcal_eval.harness import aggregations  # noqa: F401  (registers the aggregations the YAML names)
 from semcal_eval.harness.base import check_aggregations, metric_values, process_results_marker
 from semcal_eval.harness.lm_eval_compat import set_task_instances, task_instances
+from semcal_eval.run_rows import temperature_skip_reason
 from semcal_eval.semsoft import filters as semsoft_filters
 from semcal_eval.semsoft import rows as rows_table
 from semcal_eval.semsoft import tuning
@@ -60,6 +60,9 @@ class SemSoftTask(ConfigurableTask):
         self.tuning_instances: list[Instance] = []
         if config.get("process_results") is None:
             config["process_results"] = process_results_marker
+        # no metric_list in the YAML: the metric table's default for these records, filled in as lm-eval fills an
+        # output type's default (aggregations.config_layout: the same rule the board's registry reads YAMLs by)
+        config["metric_list"] = aggregations.declared_metric_list({**config, "class": type(self)})
         if not config.get("filter_list"):
             config["filter_list"] = self._default_filters()
         super().__init__(config=config, **kwargs)
@@ -124,7 +127,7 @@ class SemSoftTask(ConfigurableTask):
         The count is every document of the run, not this rank's shard, so it is the same under ``accelerate
         launch`` (the cross-fitted rows are fitted on the gathered documents)."""
         n = self._n_evaluated(kwargs.get("limit"), kwargs.get("samples"))
-        skip = crossfit.skip_reason(n, recalibration.MIN_FIT_DOCS) if self.params.recalibrate and n > 0 else None
+        skip = temperature_skip_reason(n) if self.params.recalibrate and n > 0 else None
         if skip is not None:
             ts = [r.name for r in rows_table.ROWS if r.kind == "recalibrated"]
             logging.getLogger(__name__).warning("task %s: rows %s skipped: %s", self.config.task, ", ".join(ts), skip)
@@ -166,14 +169,11 @@ class SemSoftTask(ConfigurableTask):
     def _add_tuning_instances(self, n_evaluated: int, kwargs: dict) -> None:
         docs = self.tuning_docs(n_evaluated, kwargs.get("limit"), kwargs.get("samples"))
         if len(docs) < tuning.MIN_TUNE_DOCS:
-            if n_evaluated < 2 * tuning.MIN_TUNE_DOCS:
-                raise SemSoftError(
-                    f"task {self.config.task}: the semsoft_tuned row has {len(docs)} validation documents to tune on "
-                    f"and {n_evaluated} evaluated documents to cross-fit on; it needs {tuning.MIN_TUNE_DOCS} of the "
-                    f"first or {2 * tuning.MIN_TUNE_DOCS} of the second: raise --limit or pass "
-                    "--metadata '{\"tune\": false}'"
-                )
-            self.tuning_responses = ([], [])  # cross-fit (SemSoftTuned)
+            # the rows' rule (semsoft_filters.tuned_skip_reason): too few documents skip the row, as for `_ts` rows
+            skip = semsoft_filters.tuned_skip_reason(len(docs), n_evaluated)
+            if skip is not None:
+                logging.getLogger(__name__).warning("task %s: row semsoft_tuned skipped: %s", self.config.task, skip)
+            self.tuning_responses = ([], [])  # cross-fit (SemSoftTuned), or its skip
             return
         evaluated = task_instances(self)
         self._tuning_docs_now = docs

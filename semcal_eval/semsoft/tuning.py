@@ -37,8 +37,9 @@ from .scoring import SemSoftError
 
 __all__ = ["GridPoint", "grid_points", "Choice", "select", "MIN_TUNE_DOCS", "CRITERIA"]
 
-#: ``tune_by`` -> (the metric on hard-label tasks, the metric on soft-label tasks)
-CRITERIA = {"brier": ("brier_mc", "soft_brier"), "nll": ("nll", "soft_nll")}
+#: ``tune_by`` -> (the metric on hard-label tasks, the metric on soft-label tasks): the metric table's proper
+#: scores by their ``tune_by`` (:data:`semcal_eval.core.metric_table.TUNING_CRITERIA`)
+CRITERIA = {by: (m[T.CLASSIFICATION], m["soft"]) for by, m in T.TUNING_CRITERIA.items()}
 
 #: fewest tuning documents a choice is made on (per fold when cross-fitting)
 MIN_TUNE_DOCS = 10

@@ -8,7 +8,8 @@ signature; one module per family:
 - :mod:`trainers.rewards.verbalised`: RLCR and RD (Rewarding Doubt), scored on a stated confidence.
 
 Every reward is a plain function ``f(prompts, completions, completion_ids, trainer_state, **columns)`` returning
-one float per completion, as :class:`trl.GRPOTrainer` calls it. Options (K, ε, λ schedule, score) are bound with
+one float per completion, as :class:`trl.GRPOTrainer` calls it. The calibration reward's options are one typed
+:class:`trainers.config.RewardSettings` (checked once, when the config is built) bound with K by
 :func:`functools.partial`; TRL names a partial after the wrapped function, so its own ``rewards/<name>/mean``
 metrics stay readable. Dataset columns used: ``answers`` (list of gold strings) and ``question`` (the raw question).
 """

@@ -18,12 +18,17 @@ nothing) and ``worst`` (it scores the worst value). r_RLVR is
 semcal's own variants, each with its own method name (they are *not* the paper's reward):
 ``csr_likelihood`` (``score: likelihood``) and ``csr_spread`` (``score: likelihood_spread``); see
 :func:`group_calibration_scores`. Their known exploits are stated in docs/TRAINING.md.
+
+Every option comes in one typed object, :class:`trainers.config.RewardSettings` (the ``reward`` section of a
+config), checked once when it is built; the functions here read it and do not check it again. They check only
+their data (shapes, agreement values in [0, 1], whole groups of K ≥ 2 rollouts).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -32,151 +37,92 @@ from semcal_eval import qa
 from semcal_eval.qa.cover import is_empty
 from semcal_eval.qa.judges import Judge, get_judge
 from trainers.answer_match import overlap_matrix
+from trainers.config import (AGREEMENT_WRONG, CSR_METHODS, EMPTY_ANSWERS, READINGS, SCHEDULES, SCORES,
+                             RewardSettings)
 from trainers.rewards.matching import completion_text, correctness, dataset_column, extract_answer, gold_list
 
-__all__ = ["SCHEDULES", "READINGS", "SCORES", "EMPTY_ANSWERS", "AGREEMENT_WRONG", "CSR_METHODS", "DEFAULT_EPS",
-           "DEFAULT_READING", "DEFAULT_LAMBDA_MAX", "DEFAULT_JUDGE", "DEFAULT_EMPTY_ANSWER", "GroupLayoutError", "lambda_at",
-           "validate_calibration_args", "validate_score", "validate_agreement_wrong", "calibration_scores",
-           "group_calibration_scores", "agreement_judge", "calibration_reward"]
+__all__ = ["SCHEDULES", "READINGS", "SCORES", "EMPTY_ANSWERS", "AGREEMENT_WRONG", "CSR_METHODS", "RewardSettings",
+           "DEFAULT_EPS", "DEFAULT_READING", "DEFAULT_LAMBDA_MAX", "DEFAULT_JUDGE", "DEFAULT_EMPTY_ANSWER",
+           "GroupLayoutError", "lambda_at", "calibration_scores", "group_calibration_scores", "agreement_judge",
+           "calibration_reward"]
+
+# The defaults' one source is RewardSettings' table; these names read it (the paper's values).
+DEFAULT_EPS = RewardSettings.eps
+DEFAULT_READING = RewardSettings.reading
+DEFAULT_LAMBDA_MAX = RewardSettings.lambda_max
+DEFAULT_JUDGE = RewardSettings.judge
+DEFAULT_EMPTY_ANSWER = RewardSettings.empty_answer
 
 
-SCHEDULES = ("linear", "constant", "step")
-READINGS = ("rollout", "pairwise")
-SCORES = ("log", "brier", "likelihood", "likelihood_spread")
-#: ``judge`` (the paper: J as the judge reads it, reflexive) and semcal's additions ``disagree``, ``worst``
-EMPTY_ANSWERS = ("judge", "disagree", "worst")
-#: the paper's: J as the judge reads it (reflexive under the cover judge)
-DEFAULT_EMPTY_ANSWER = "judge"
-#: how a *wrong* rollout's row of the agreement matrix is read: ``judge`` (the paper: the same J as every row) or
-#: ``overlap`` (csr_spread: J or a shared content word, :func:`trainers.answer_match.overlap_matrix`)
-AGREEMENT_WRONG = ("judge", "overlap")
-#: The calibration methods and the reward design each name promises: the config may tune λ, ε, K, the judge,
-#: but not swap the score under a method's name (trainers.config.validate checks it).
-CSR_METHODS = {
-    "csr": {"score": "log", "reading": "pairwise"},  # the paper's pairwise BCE
-    "csr_likelihood": {"score": "likelihood"},  # semcal: y·K/n_correct
-    "csr_spread": {"score": "likelihood_spread"},  # semcal: that, minus a wrong rollout's agreement
-}
-DEFAULT_EPS = 1e-3
-DEFAULT_READING = "pairwise"
-#: the paper's λ(t) ends at λ_max; 0.1 < 1/log(1/ε) keeps every correct rollout above every wrong one under the
-#: raw BCE at ε = 10⁻³ (worst correct: 1 + 0.1·log ε = 0.31 > best wrong: ≈ 0) — docs/TRAINING.md
-DEFAULT_LAMBDA_MAX = 0.1
-DEFAULT_JUDGE = "cover"
+#: the option names of RewardSettings, which calibration_reward refuses as loose keywords
+_OPTION_NAMES = frozenset(f.name for f in fields(RewardSettings))
 
 
 class GroupLayoutError(ValueError):
     """The completions handed to a group reward do not form whole groups of K rollouts of one prompt."""
 
 
-def lambda_at(
-    trainer_state: Any = None,
-    schedule: str = "linear",
-    lambda_max: float = 1.0,
-    lambda_min: float = 0.0,
-    step_fraction: float = 0.5,
-) -> float:
-    """Calibration weight λ(t), t = ``trainer_state.global_step / trainer_state.max_steps`` ∈ [0, 1].
+def lambda_at(trainer_state: Any, settings: RewardSettings) -> float:
+    """Calibration weight λ(t) of ``settings`` (``lambda_schedule``, ``lambda_max``, ``lambda_min``,
+    ``lambda_step_fraction``), t = ``trainer_state.global_step / trainer_state.max_steps`` ∈ [0, 1].
 
     - ``linear`` (default): λ = λ_min + (λ_max − λ_min)·t
     - ``constant``: λ = λ_max
-    - ``step``: λ = λ_min for t < ``step_fraction``, else λ_max
+    - ``step``: λ = λ_min for t < ``lambda_step_fraction``, else λ_max
 
     All three are non-decreasing in t. Without a trainer state (a reward called outside training) or
     before ``max_steps`` is known, t = 1, i.e. the full weight.
 
     >>> from types import SimpleNamespace as S
-    >>> lambda_at(S(global_step=25, max_steps=100))
+    >>> lambda_at(S(global_step=25, max_steps=100), RewardSettings(lambda_max=1.0))
     0.25
-    >>> lambda_at(S(global_step=25, max_steps=100), "step", lambda_max=2.0)
+    >>> lambda_at(S(global_step=25, max_steps=100), RewardSettings(lambda_schedule="step", lambda_max=2.0))
     0.0
-    >>> lambda_at(S(global_step=50, max_steps=100), "step", lambda_max=2.0)
+    >>> lambda_at(S(global_step=50, max_steps=100), RewardSettings(lambda_schedule="step", lambda_max=2.0))
     2.0
-    >>> lambda_at(None, "linear", lambda_max=0.5)
+    >>> lambda_at(None, RewardSettings(lambda_max=0.5))
     0.5
     """
-    _validate_schedule(schedule, lambda_max, lambda_min, step_fraction)
+    s = _settings(settings)
     max_steps = getattr(trainer_state, "max_steps", 0) or 0
     if trainer_state is None or max_steps <= 0:
         t = 1.0
     else:
         t = min(max(float(trainer_state.global_step) / float(max_steps), 0.0), 1.0)
-    if schedule == "constant":
-        return float(lambda_max)
-    if schedule == "step":
-        return float(lambda_min if t < step_fraction else lambda_max)
-    return float(lambda_min + (lambda_max - lambda_min) * t)
+    if s.lambda_schedule == "constant":
+        return float(s.lambda_max)
+    if s.lambda_schedule == "step":
+        return float(s.lambda_min if t < s.lambda_step_fraction else s.lambda_max)
+    return float(s.lambda_min + (s.lambda_max - s.lambda_min) * t)
 
 
-def _validate_schedule(schedule: str, lambda_max: float, lambda_min: float, step_fraction: float) -> None:
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown λ schedule {schedule!r}; choose one of {', '.join(SCHEDULES)} (lambda_schedule=...)")
-    for name, v in (("lambda_max", lambda_max), ("lambda_min", lambda_min), ("lambda_step_fraction", step_fraction)):
-        if not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError(f"{name} must be a finite number, got {v!r}")
-    if lambda_min < 0 or lambda_max < lambda_min:
-        raise ValueError(
-            f"λ schedule must be non-negative and non-decreasing: need 0 <= lambda_min <= lambda_max, "
-            f"got lambda_min={lambda_min}, lambda_max={lambda_max}"
-        )
-    if not 0.0 <= step_fraction <= 1.0:
-        raise ValueError(f"lambda_step_fraction must lie in [0, 1] (fraction of max_steps), got {step_fraction}")
-
-
-def validate_calibration_args(
-    num_generations: int | None,
-    eps: float,
-    reading: str = DEFAULT_READING,
-    schedule: str = "linear",
-    lambda_max: float = 1.0,
-    lambda_min: float = 0.0,
-    step_fraction: float = 0.5,
-) -> None:
-    """Raise a ``ValueError`` naming the bad option: K ≥ 2, ε ∈ (0, 0.5), a known reading, a valid schedule."""
-    if num_generations is None:
-        raise ValueError("calibration_reward needs num_generations=K (the GRPO group size, GRPOConfig.num_generations)")
-    if isinstance(num_generations, bool) or not isinstance(num_generations, (int, np.integer)) or num_generations < 2:
-        raise ValueError(
-            f"num_generations (K) must be an integer >= 2: agreement with the other K-1 rollouts is undefined "
-            f"for K={num_generations!r}. Set num_generations to 2 or more."
-        )
-    if not isinstance(eps, (int, float)) or not (0.0 < eps < 0.5):
-        raise ValueError(f"eps must lie in the open interval (0, 0.5) (clip p to [eps, 1-eps]), got {eps!r}")
-    if reading not in READINGS:
-        raise ValueError(f"unknown calibration reading {reading!r}; choose one of {', '.join(READINGS)}")
-    _validate_schedule(schedule, lambda_max, lambda_min, step_fraction)
-
-
-def validate_score(score: str, empty_answer: str) -> None:
-    if score not in SCORES:
-        raise ValueError(f"unknown calibration score {score!r}; choose one of {', '.join(SCORES)} (score=...)")
-    if empty_answer not in EMPTY_ANSWERS:
-        raise ValueError(
-            f"unknown empty_answer rule {empty_answer!r}; choose one of {', '.join(EMPTY_ANSWERS)} (empty_answer=...)"
-        )
+def _settings(settings: Any) -> RewardSettings:
+    """``settings`` itself when it is a :class:`RewardSettings`; a TypeError naming the fix otherwise (a dict of
+    options would skip the checks the settings had when they were built)."""
+    if isinstance(settings, RewardSettings):
+        return settings
+    raise TypeError(f"the calibration reward takes its options as trainers.config.RewardSettings, got "
+                    f"{type(settings).__name__}: build them once with RewardSettings(eps=..., ...) or read "
+                    "TrainConfig.reward (load_config), which checks them")
 
 
 def calibration_scores(
     agreement: np.ndarray,
     correct: Sequence[float],
-    eps: float = DEFAULT_EPS,
-    reading: str = DEFAULT_READING,
+    settings: RewardSettings,
     *,
     empty: Sequence[bool] | None = None,
-    score: str = "log",
-    bounded: bool = False,
-    empty_answer: str = DEFAULT_EMPTY_ANSWER,
 ):
     """Per-rollout calibration scores of one group, and the confidences p_j (see :func:`group_calibration_scores`,
     of which this is the one-group form).
 
     >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
-    >>> r, p = calibration_scores(A, [1, 1, 0], eps=0.01, reading="rollout", bounded=False)
+    >>> r, p = calibration_scores(A, [1, 1, 0], RewardSettings(eps=0.01, reading="rollout"))
     >>> p.round(3).tolist()
     [0.5, 0.5, 0.01]
     >>> r.round(4).tolist()                                        # log ½, log ½, log(1 − ε)
     [-0.6931, -0.6931, -0.0101]
-    >>> r, _ = calibration_scores(A, [1, 1, 0], eps=0.01)          # default: the paper's pairwise BCE, nats
+    >>> r, _ = calibration_scores(A, [1, 1, 0], RewardSettings(eps=0.01))   # the paper's pairwise BCE, nats
     >>> r.round(4).tolist()                                        # ½(log 0.99 + log 0.01), ½·2·log 0.99
     [-2.3076, -2.3076, -0.0101]
     """
@@ -186,25 +132,20 @@ def calibration_scores(
     if A.ndim != 2 or A.shape != (K, K) or y.shape != (K,):
         raise ValueError(f"agreement must be K×K and correct length K; got {A.shape} and {y.shape}")
     e = None if empty is None else np.asarray(empty, dtype=bool)[None]
-    r, p = group_calibration_scores(
-        A[None], y[None], eps, reading, empty=e, score=score, bounded=bounded, empty_answer=empty_answer
-    )
+    r, p = group_calibration_scores(A[None], y[None], settings, empty=e)
     return r[0], p[0]
 
 
 def group_calibration_scores(
     agreement: np.ndarray,
     correct: np.ndarray,
-    eps: float = DEFAULT_EPS,
-    reading: str = DEFAULT_READING,
+    settings: RewardSettings,
     *,
     empty: np.ndarray | None = None,
-    score: str = "log",
-    bounded: bool = False,
-    empty_answer: str = DEFAULT_EMPTY_ANSWER,
     agreement_wrong: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Calibration scores r_cal of G groups of K rollouts at once, and the confidences p.
+    r"""Calibration scores r_cal of G groups of K rollouts at once, and the confidences p, under ``settings``
+    (its ``score``, ``reading``, ``eps``, ``bounded`` and ``empty_answer``).
 
     For rollout j of a group, with A the group's agreement matrix (A_ji ∈ [0, 1]; the 0/1 judge matrix in the
     trainer; the diagonal is ignored) and y_j its correctness:
@@ -249,14 +190,12 @@ def group_calibration_scores(
       csr_spread's choice), so nobody earns calibration reward by saying nothing.
 
     Args:
-        agreement: G×K×K agreement values in [0, 1].
+        agreement: G×K×K agreement values in [0, 1], K ≥ 2.
         correct: G×K correctness y ∈ {0, 1}.
-        eps: clipping ε ∈ (0, 0.5).
-        reading: ``"rollout"`` or ``"pairwise"``.
+        settings: the reward's options, checked when built: ``eps`` (clipping ε ∈ (0, 0.5)), ``reading``
+            (``"rollout"`` or ``"pairwise"``), ``score`` (one of :data:`SCORES`), ``bounded`` (divide the log
+            score by log(1/ε)), ``empty_answer`` (``"judge"``, ``"disagree"`` or ``"worst"``).
         empty: G×K booleans, true for an empty answer; None: no empty answers.
-        score: one of :data:`SCORES`.
-        bounded: divide the log score by log(1/ε).
-        empty_answer: ``"judge"`` (default), ``"disagree"`` or ``"worst"``.
         agreement_wrong: G×K×K agreement read for the rows of *wrong* rollouts (y_j = 0) instead of
             ``agreement``; None: ``agreement`` for every row. The trainer passes the content-word overlap
             (:func:`trainers.answer_match.overlap_matrix`), a reading of "may be the same answer" that padding
@@ -266,11 +205,11 @@ def group_calibration_scores(
         ``(r_cal, p)``, two G×K float arrays.
 
     >>> A = np.ones((1, 4, 4)); A[0, 3, :3] = A[0, :3, 3] = 0     # three agreeing answers and one other
-    >>> r, p = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), eps=0.01)
+    >>> r, p = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), RewardSettings(eps=0.01))
     >>> p.round(3).tolist(), r.round(4).tolist()    # correct: (2·log 0.99 + log 0.01)/3; wrong: log 0.99
     ([[0.667, 0.667, 0.667, 0.01]], [[-1.5418, -1.5418, -1.5418, -0.0101]])
-    >>> r, _ = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), eps=0.01, empty=np.array([[0, 0, 0, 1]]),
-    ...                                 empty_answer="worst")
+    >>> r, _ = group_calibration_scores(A, np.array([[1, 1, 1, 0]]), RewardSettings(eps=0.01, empty_answer="worst"),
+    ...                                 empty=np.array([[0, 0, 0, 1]]))
     >>> r.round(4).tolist()                                     # the odd one out was empty: log ε
     [[-1.5418, -1.5418, -1.5418, -4.6052]]
     """
@@ -279,8 +218,11 @@ def group_calibration_scores(
     if A.ndim != 3 or A.shape[1] != A.shape[2] or y.shape != A.shape[:2]:
         raise ValueError(f"agreement must be G×K×K and correct G×K; got {A.shape} and {y.shape}")
     G, K = y.shape
-    validate_calibration_args(K, eps, reading)
-    validate_score(score, empty_answer)
+    if K < 2:
+        raise ValueError(f"a group needs K >= 2 rollouts (agreement with the other K-1 is undefined for K={K}); "
+                         "set grpo.num_generations to 2 or more")
+    st = _settings(settings)
+    eps, reading, score, bounded, empty_answer = st.eps, st.reading, st.score, st.bounded, st.empty_answer
     if np.any((A < 0) | (A > 1)) or not np.all(np.isfinite(A)):
         raise ValueError("agreement values must lie in [0, 1]")
     e = np.zeros((G, K), dtype=bool) if empty is None else np.asarray(empty, dtype=bool)
@@ -323,19 +265,14 @@ def group_calibration_scores(
     return s, p
 
 
-def agreement_judge(judge: str | Judge | None, judge_kwargs: dict | None = None) -> Judge:
-    """A Judge instance; names go through :func:`semcal_eval.qa.judges.get_judge`, which caches loaded judges."""
+def agreement_judge(judge: str | Judge | None, judge_kwargs: Any = None) -> Judge:
+    """A Judge instance; names go through :func:`semcal_eval.qa.judges.get_judge`, which caches loaded judges
+    (None: ``reward.judge``'s default)."""
     if judge is None:
         judge = DEFAULT_JUDGE
     if isinstance(judge, str):
-        return get_judge(judge, **(judge_kwargs or {}))
+        return get_judge(judge, **dict(judge_kwargs or {}))
     return judge
-
-
-def validate_agreement_wrong(agreement_wrong: str) -> None:
-    if agreement_wrong not in AGREEMENT_WRONG:
-        raise ValueError(f"unknown agreement_wrong {agreement_wrong!r}; choose one of {', '.join(AGREEMENT_WRONG)} "
-                         f"(reward.agreement_wrong=...)")
 
 
 def _dist():
@@ -400,32 +337,20 @@ def calibration_reward(
     completion_ids: list | None = None,
     trainer_state: Any = None,
     *,
-    num_generations: int | None = None,
-    eps: float = DEFAULT_EPS,
-    reading: str = DEFAULT_READING,
-    lambda_schedule: str = "linear",
-    lambda_max: float = DEFAULT_LAMBDA_MAX,
-    lambda_min: float = 0.0,
-    lambda_step_fraction: float = 0.5,
-    judge: str | Judge | None = DEFAULT_JUDGE,
-    judge_kwargs: dict | None = None,
-    gather_groups: bool = False,
-    score: str = "log",
-    bounded: bool = False,
-    empty_answer: str = DEFAULT_EMPTY_ANSWER,
-    agreement_wrong: str = "judge",
+    settings: RewardSettings,
+    num_generations: int,
     **kwargs,
 ) -> list[float]:
     r"""CSR calibration reward λ(t)·r_cal for each rollout, computed within its group of K rollouts.
 
     y_j = :func:`correctness` (the grader) and A_ji = J(C_j, C_i), the judge's agreement of the first-line
-    answers (default ``strict``: the grader's "same answer"); r_cal from :func:`group_calibration_scores`
-    (defaults: the paper's pairwise BCE in nats, empty answers as the formula gives them); λ(t) from
-    :func:`lambda_at` (default linear from 0 to λ_max = 0.1). Groups are K consecutive completions (TRL's
-    layout). Under ``torch.distributed`` with ``gather_groups=True`` the groups are assembled from all ranks
-    first; without it, a local batch that does not hold whole groups raises :class:`GroupLayoutError`. Logs
-    ``csr/lambda``, ``csr/r_cal`` (unweighted) and ``csr/confidence`` (mean agreement p) through TRL's
-    ``log_metric``.
+    answers (``settings.judge``, default ``cover``: the grader's "same answer"); r_cal from
+    :func:`group_calibration_scores` (defaults: the paper's pairwise BCE in nats, empty answers as the formula
+    gives them); λ(t) from :func:`lambda_at` (default linear from 0 to λ_max = 0.1). Groups are K consecutive
+    completions (TRL's layout). Under ``torch.distributed`` with ``settings.gather_groups`` the groups are
+    assembled from all ranks first; without it, a local batch that does not hold whole groups raises
+    :class:`GroupLayoutError`. Logs ``csr/lambda``, ``csr/r_cal`` (unweighted) and ``csr/confidence`` (mean
+    agreement p) through TRL's ``log_metric``.
 
     Args:
         prompts: the prompts (K consecutive equal prompts form a group).
@@ -433,50 +358,47 @@ def calibration_reward(
         completion_ids: unused.
         trainer_state: TRL's ``TrainerState``; ``global_step / max_steps`` drives λ(t) (TRL scores the first
             step's rollouts at ``global_step = 0``, so λ = λ_min there).
-        num_generations: the group size K ≥ 2.
-        eps: clipping ε ∈ (0, 0.5).
-        reading: ``"pairwise"`` (default) or ``"rollout"``.
-        lambda_schedule, lambda_max, lambda_min, lambda_step_fraction: see :func:`lambda_at`.
-        judge, judge_kwargs: the agreement judge J (default ``strict``; ``llm``, ``nli``, ``embed`` for a model).
-        gather_groups: assemble groups across ranks (needed when a rank's batch splits a group).
-        score, bounded, empty_answer: see :func:`group_calibration_scores`.
-        agreement_wrong: ``"judge"`` (default, the paper): every row of A is J; ``"overlap"`` (csr_spread): a
-            wrong rollout's row is J or a shared content word (:func:`trainers.answer_match.overlap_matrix`), so
-            padding a wrong answer cannot make it look unshared.
+        settings: the reward's options (:class:`trainers.config.RewardSettings`, a config's ``reward``), checked
+            once when built and not here: ``eps``, ``reading``, ``score``, ``bounded``, ``empty_answer``, the λ
+            schedule (:func:`lambda_at`), ``judge``/``judge_kwargs`` (the agreement judge J), ``gather_groups``
+            and ``agreement_wrong`` (``"judge"``, the paper: every row of A is J; ``"overlap"``, csr_spread: a
+            wrong rollout's row is J or a shared content word, :func:`trainers.answer_match.overlap_matrix`, so
+            padding a wrong answer cannot make it look unshared).
+        num_generations: the group size K ≥ 2 (``grpo.num_generations``).
         **kwargs: dataset columns ``answers`` and ``question``; TRL's ``log_metric``/``log_extra``.
 
     Example (two groups of K = 4, no trainer state so λ = λ_max = 0.1):
     ```python
     >>> out = calibration_reward(["q1"] * 4 + ["q2"] * 4, [" Paris", " Paris", " Paris", " Rome",
-    ...                          " Rome", " Oslo", " Oslo", ""], num_generations=4, eps=0.01,
-    ...                          answers=[["Paris"]] * 4 + [["Bern"]] * 4, question=["q1"] * 4 + ["q2"] * 4)
+    ...                          " Rome", " Oslo", " Oslo", ""], settings=RewardSettings(eps=0.01),
+    ...                          num_generations=4, answers=[["Paris"]] * 4 + [["Bern"]] * 4,
+    ...                          question=["q1"] * 4 + ["q2"] * 4)
     >>> [round(v, 3) for v in out]  # 0.1 × mean over partners of log a (agree) / log(1 − a) (wrong rollouts)
     [-0.154, -0.154, -0.154, -0.001, -0.001, -0.154, -0.154, -0.001]
 
     ```
     """
-    validate_calibration_args(num_generations, eps, reading, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
-    validate_score(score, empty_answer)
-    validate_agreement_wrong(agreement_wrong)
+    st = _settings(settings)
+    stray = sorted(set(kwargs) & set(_OPTION_NAMES))
+    if stray:  # a keyword option here would be silently ignored: the settings hold them all
+        raise TypeError(f"calibration_reward got reward option(s) {stray} as keywords; put them in "
+                        f"settings=RewardSettings(...) (or dataclasses.replace(settings, ...)), where they are checked")
     K = int(num_generations)
     n = len(completions)
-    questions, preds, golds, local = _groups(prompts, completions, kwargs, K, gather_groups)
+    questions, preds, golds, local = _groups(prompts, completions, kwargs, K, st.gather_groups)
     N = len(preds)
 
-    jd = agreement_judge(judge, judge_kwargs)
+    jd = agreement_judge(st.judge, st.judge_kwargs)
     y = np.asarray(correctness(questions, preds, golds))
     A = np.stack([qa.agreement_matrix(questions[s], preds[s : s + K], jd) for s in range(0, N, K)]).astype(float)
     empty = np.array([is_empty(x) for x in preds]).reshape(-1, K)
     Aw = None
-    if agreement_wrong == "overlap":
+    if st.agreement_wrong == "overlap":
         Aw = np.stack([overlap_matrix(preds[s : s + K], questions[s]) for s in range(0, N, K)]).astype(float)
         Aw = np.maximum(Aw, A)  # "may be the same answer" includes every pair the judge calls equivalent
-    r_cal, p = group_calibration_scores(
-        A, y.reshape(-1, K), eps, reading, empty=empty, score=score, bounded=bounded, empty_answer=empty_answer,
-        agreement_wrong=Aw,
-    )
+    r_cal, p = group_calibration_scores(A, y.reshape(-1, K), st, empty=empty, agreement_wrong=Aw)
     r_cal, p = r_cal.reshape(-1), p.reshape(-1)
-    lam = lambda_at(trainer_state, lambda_schedule, lambda_max, lambda_min, lambda_step_fraction)
+    lam = lambda_at(trainer_state, st)
 
     log_metric = kwargs.get("log_metric")
     if log_metric is not None:

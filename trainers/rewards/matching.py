@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from semcal_eval import qa
+from semcal_eval.qa.answers import usable_golds
 from semcal_eval.qa.grading import grade
 
 __all__ = ["completion_text", "extract_answer", "gold_list", "dataset_column", "correctness", "correctness_reward"]
@@ -57,11 +58,14 @@ def extract_answer(text: str) -> str:
 
 
 def gold_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
+    """The usable gold aliases of one row's ``answers`` column (:func:`semcal_eval.qa.answers.usable_golds`, the
+    one gold reader the evaluation uses; the training dataset already dropped rows with none, and grading one
+    that has none raises :class:`~semcal_eval.qa.answers.EmptyGoldError`).
+
+    >>> gold_list(["Paris", "", "the"]), gold_list("Paris"), gold_list(None)
+    (['Paris'], ['Paris'], [])
+    """
+    return usable_golds(value)
 
 
 def dataset_column(kwargs: dict, name: str, n: int, required: bool = True) -> list:
