@@ -121,6 +121,9 @@ FOUND_WRONG = [
           xfail="an item starting with a _CLAUSE_START word ('it', 'the', 'i') is no rival: graded correct"),
     _case("the Seine, the Rhone", "the Rhone", RIVER, "a 'the' rival",
           xfail="an item starting with 'the' is read as a clause: graded correct"),
+    _case("The answer is Paris (Lyon)", "Paris", CAPITAL, "a rival in brackets right after the gold",
+          xfail="brackets after a name usually hold an alias, abbreviation or role ('won (KRW)', 'Amanda Fuller "
+                "(Kristin Baxter)'): refusing them cost 59 dev answers people judged correct; graded correct"),
     _case("Harvard Smith, Yale University", "Harvard University", "Where did Obama study law?",
           "a gold matched across two list items", xfail="'Harvard' from one item, 'University' from the other"),
     _case("The Treaty of Versailles of 1919 is the peace treaty created as a result of six months of negotiations at "
@@ -147,6 +150,90 @@ FOUND_RIGHT = [
     _case("2017/18", "2017/18", "when is the last time the vikings were in the nfc championship",
           "a gold with its own '/', verbatim"),
 ]
+
+
+#: the rules of 2026-12-05 (docs/JUDGE.md, "Read and held-out folds"), each in both directions; the shapes come from
+#: EVOUNA's disagreements, the texts are made up here. (answer, golds, question)
+SIGNERS = ["William Paca", "Samuel Chase", "Charles Carroll of Carrollton", "Thomas Stone"]
+SIGNED = "who signed the declaration of independence for maryland"
+SEASON = "when did the nba add the three point line"
+AIRED = "when did the show first air"
+SANCTUARY = "what is the inner sanctuary of a greek temple called"
+SHAPES_RIGHT = [
+    ("Samuel Chase, Thomas Stone and Charles Carroll signed it.", SIGNERS, SIGNED, "a set question: golds listed"),
+    ("naos or cella", ["cella", "naos"], SANCTUARY, "two golds offered with 'or'"),
+    ("in 2000", ["September 4, 2000"], AIRED, "a date gold answered with its year"),
+    ("It first aired in September 2000.", ["September 4, 2000"], AIRED, "a date gold answered with month and year"),
+    ("the 1979-1980 season", ["1979–80"], SEASON, "a season written in full"),
+    ("Sandown Park.", ["Sandown"], "where is the gold cup run", "a kind of place completing the name"),
+    ("Rutherford B. Hayes", ["Hayes"], "which president had the first name rutherford", "a middle initial"),
+    ("Joan Crawford", ["Crawford"], "which joan's career was revived by the film", "a possessive in the question"),
+    ('Bob Dylan wrote "Knockin\' on Heaven\'s Door."', ["Bob Dylan"], "who wrote knocking on heavens door",
+     "a quoted title beside the gold is no list item"),
+    ("It is sung by Kygo and Selena Gomez.", ["Selena Gomez"], "who sings it aint me", "a partner joined by 'and'"),
+    ("The currency is the South Korean won (KRW).", ["won"], "what is the currency of south korea",
+     "an abbreviation in brackets after the gold"),
+    ("Release: the MacBook Pro 13-inch was released in 2009.", ["June 8, 2009"],
+     "when was the macbook pro 13 inch released", "a hyphen inside a word is no dash"),
+    ("I'd say Paris", ["Paris"], CAPITAL, "a contraction of chatter"),
+    ("Paris. It is the capital of France.", ["Paris"], CAPITAL, "the gold, then a sentence about it"),
+]
+SHAPES_WRONG = [
+    ("Samuel Chase, John Hancock", SIGNERS, SIGNED, "a gold listed beside a rival that is no gold"),
+    ("naos or pronaos", ["cella", "naos"], SANCTUARY, "a gold offered beside a rival"),
+    ("May 2000", ["September 4, 2000"], AIRED, "the year with another month"),
+    ("5 September 2000", ["September 4, 2000"], AIRED, "the year with another day"),
+    ("2000, 2001", ["September 4, 2000"], AIRED, "the year listed beside another"),
+    ("the 1978-79 season", ["1979–80"], SEASON, "another season"),
+    ("Lyon Paris is the answer.", ["Paris"], CAPITAL, "a rival at the start of a sentence"),
+    ("Lyon Paris won", ["Paris"], CAPITAL, "two bare candidates and a verb"),
+    ('Lyon "Paris"', ["Paris"], CAPITAL, "a quoted gold beside a bare rival"),
+    ("Paris rome", ["Paris"], CAPITAL, "a rival in lower case beside a cased gold"),
+    ("Lyon, Paris", ["Paris", "Paris, France"], CAPITAL, "an alias's words do not excuse a rival"),
+    # the adversary search's listings (research/answer_grammar.py, prefix/suffix x list_bare), closed 2026-12-05
+    ("The answer is Lyon - Paris", ["Paris"], CAPITAL, "a clause and the gold across a dash"),
+    ("Paris - The answer is Lyon", ["Paris"], CAPITAL, "the gold and a clause across a dash"),
+    ("The answer is Paris - Lyon", ["Paris"], CAPITAL, "a rival right after the gold across a dash"),
+    ("The answer is Lyon (Paris)", ["Paris"], CAPITAL, "the gold in brackets after a clause"),
+    ("Paris The answer is Lyon", ["Paris"], CAPITAL, "a clause run on after the gold"),
+    ("The answer is Lyon! Paris", ["Paris"], CAPITAL, "the gold as its own sentence after a claim"),
+    ("Lyon! Paris is the answer", ["Paris"], CAPITAL, "a bare rival sentence before the gold's"),
+    ("Paris I think Lyon", ["Paris"], CAPITAL, "chatter between two names"),
+    ("Lyon is the answer Paris", ["Paris"], CAPITAL, "a claim and the gold juxtaposed"),
+    ("Paris Q: A: Lyon", ["Paris"], CAPITAL, "a prompt format between two names"),
+    ("Paris Paris Lyon", ["Paris"], CAPITAL, "the gold said twice, then a rival"),
+]
+
+
+def _shape(answer, golds, question, why):
+    return pytest.param(answer, golds, question, id=f"{why}: {answer[:40]!r}")
+
+
+@pytest.mark.parametrize("answer,golds,question", [_shape(*c) for c in SHAPES_RIGHT])
+def test_shapes_people_accept_are_correct(answer, golds, question):
+    assert grade(answer, golds, question)
+
+
+@pytest.mark.parametrize("answer,golds,question", [_shape(*c) for c in SHAPES_WRONG])
+def test_shapes_beside_them_stay_wrong(answer, golds, question):
+    assert not grade(answer, golds, question)
+
+
+def test_each_defence_refuses_its_own_case():
+    """The grader's defences (cover.DEFENCES) are separate checks: switching one off admits its case alone."""
+    own = {"negation": "The capital is not Paris.", "neighbour": "Lyon Paris",
+           "alternative": "The capital is Paris or Lyon.", "list": "It is Paris, Lyon."}
+    saved = cover.DEFENCES
+    try:
+        for off, answer in own.items():
+            assert not grade(answer, ["Paris"], CAPITAL), answer
+            cover.DEFENCES = tuple(d for d in saved if d != off)
+            assert grade(answer, ["Paris"], CAPITAL), (off, answer)
+            others = [a for d, a in own.items() if d != off]
+            assert not any(grade(a, ["Paris"], CAPITAL) for a in others), off
+            cover.DEFENCES = saved
+    finally:
+        cover.DEFENCES = saved
 
 
 @pytest.mark.parametrize("answer,gold,question", MUST_BE_WRONG + FOUND_WRONG)
