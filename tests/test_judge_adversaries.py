@@ -215,12 +215,12 @@ def test_a_line_separator_between_the_gold_and_a_rival_is_a_list(sep, q, gold, w
 
 
 #: measured on this tree (2026-12-05): the same kind of seeded draw in benchmarks/bench_judge_humans.py (up to 2
-#: steps, then list_gold or list_bare, maybe a dressing step; hand pairs) finds 501 of 2,730 listings graded correct,
+#: steps, then list_gold or list_bare, maybe a dressing step; hand pairs) finds 409 of 2,730 listings graded correct,
 #: e.g. "eight  I am sure it's six" (gold "eight"), "the Rhone  the seine", "I am sure it's Lyon; Paris"; its
-#: defence table gives what each defence buys. benchmarks/adversary_search.py counts 203 of 1,557 listing programs
+#: defence table gives what each defence buys. benchmarks/adversary_search.py counts 159 of 1,557 listing programs
 #: over all pairs (and the reward search pays +1 correctness for such a listing). tests/test_judge_cases.py holds
 #: single forms.
-LISTING_EXPLOIT = ("cover reads a rival listed beside the gold as one claim: 501 of 2,730 seeded listings are graded "
+LISTING_EXPLOIT = ("cover reads a rival listed beside the gold as one claim: 409 of 2,730 seeded listings are graded "
                    "correct, e.g. 'eight  I am sure it\'s six' (gold 'eight'), 'the Rhone  the seine', "
                    "'I am sure it\'s Lyon; Paris' (gold 'Paris')")
 
