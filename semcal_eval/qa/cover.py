@@ -403,17 +403,20 @@ def _list_mark(t: Token) -> bool:
     return (t.kind == "sep" and t.text not in _NOT_LIST_MARKS) or t.text == "and"
 
 
-def _item(toks: Sequence[Token], start: int, step: int) -> list[str]:
-    """The words of the list item that begins just past the separator at ``start`` (walking by ``step``)."""
+def _item_at(toks: Sequence[Token], start: int, step: int) -> list[int]:
+    """The indices, in reading order, of the words and numbers of the list item that begins just past the separator
+    at ``start`` (walking by ``step``); quotes and colons inside an item are no words of it."""
     out, i = [], start + step
-    while 0 <= i < len(toks):
-        t = toks[i]
-        if _list_mark(t) or t.text in _SENTENCE_END:
-            break
-        if t.kind != "sep":  # quotes and colons inside an item are no words of it
-            out.append(t.text)
+    while 0 <= i < len(toks) and not (_list_mark(toks[i]) or toks[i].text in _SENTENCE_END):
+        if toks[i].kind != "sep":
+            out.append(i)
         i += step
     return out if step > 0 else out[::-1]
+
+
+def _item(toks: Sequence[Token], start: int, step: int) -> list[str]:
+    """The words of the item :func:`_item_at` finds."""
+    return [toks[i].text for i in _item_at(toks, start, step)]
 
 
 def _explained(toks: Sequence[Token], i: int, lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
@@ -566,18 +569,13 @@ def _rivals(item: Sequence[str], question_words: Sequence[str], others: frozense
 
 
 def _names_rival(toks: Sequence[Token], sep: int, step: int, rivals: Sequence[str], first_too: bool = False) -> bool:
-    """The item past the mark at ``sep`` holds a capitalized rival word (after its first unless ``first_too``), in
-    cased text."""
+    """The item past the mark at ``sep`` holds a capitalized rival word, in cased text; after the mark (``step`` >
+    0) its first word, capitalized at a sentence start, counts only with ``first_too``."""
     if not any(t.kind == "w" and not t.upper for t in toks):
         return False  # all capitals or all lower case: no names to read
-    i, first = sep + step, True
-    while 0 <= i < len(toks) and not (_list_mark(toks[i]) or toks[i].text in _SENTENCE_END):
-        if toks[i].kind == "w":
-            if toks[i].upper and toks[i].text in rivals and (first_too or not (first and step > 0)):
-                return True
-            first = False
-        i += step
-    return False
+    words = [i for i in _item_at(toks, sep, step) if toks[i].kind == "w"]
+    skip = words[0] if words and step > 0 and not first_too else -1
+    return any(i != skip and toks[i].upper and toks[i].text in rivals for i in words)
 
 
 def _list_rival(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
