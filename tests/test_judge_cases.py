@@ -177,6 +177,15 @@ SHAPES_RIGHT = [
      "when was the macbook pro 13 inch released", "a hyphen inside a word is no dash"),
     ("I'd say Paris", ["Paris"], CAPITAL, "a contraction of chatter"),
     ("Paris. It is the capital of France.", ["Paris"], CAPITAL, "the gold, then a sentence about it"),
+    # 2026-12-06 (task version 3.2)
+    ("There have been twenty-seven of them.", ["27"], "how many amendments are there", "a compound number word"),
+    ("It is an eight-episode series.", ["8"], "how many episodes are there", "a number word in a hyphenated word"),
+    ("She won gold at the 1960 Summer Olympics.", ["1960"], "when did she win gold",
+     "a word beside a number gold in a sentence is what it counts"),
+    ("The part was played byRicky Nelsonin the film.", ["Ricky Nelson"], "who played the kid",
+     "a name glued by dropped spaces (a chat interface's bold text)"),
+    ("Secretariat", ["Secretariat, who in 1973 became the first Triple Crown champion in 25 years"],
+     "which horse ranks highest", "a long gold's opening name"),
 ]
 SHAPES_WRONG = [
     ("Samuel Chase, John Hancock", SIGNERS, SIGNED, "a gold listed beside a rival that is no gold"),
@@ -202,6 +211,21 @@ SHAPES_WRONG = [
     ("Lyon is the answer Paris", ["Paris"], CAPITAL, "a claim and the gold juxtaposed"),
     ("Paris Q: A: Lyon", ["Paris"], CAPITAL, "a prompt format between two names"),
     ("Paris Paris Lyon", ["Paris"], CAPITAL, "the gold said twice, then a rival"),
+    # 2026-12-06 (task version 3.2): the opposite numbers of the rules above
+    ("twenty-six", ["27"], "how many amendments are there", "another compound number word"),
+    ("1964 1960", ["1960"], "when did she win gold", "a number beside a number gold"),
+    ("1960 Lyon", ["1960"], "when did she win gold", "a bare word beside a number gold"),
+    ("1. Lyon\n2. Paris", ["Paris"], CAPITAL, "a numbered list of candidates (its numbers are rivals' marks)"),
+    ("definitely Lyon  Visitors must be at least 18 years old", ["Visitors must be at least 18 years old"],
+     "what is the age limit", "a rival beside a sentence gold that holds a number (the number rule is for number golds)"),
+    ("1. Paris\n2. Lyon", ["Paris"], CAPITAL, "a numbered list with the gold first"),
+    ("The part was played byRicky Nelsonville in the film.", ["Ricky Nelson"], "who played the kid",
+     "a glued word that is no function word"),
+    ("Brandon", ["Russell Brand"], "who hosted it", "a name that starts with the gold's in a text with no glue"),
+    ("The Constitution has 8 articles.", ["The Constitution, originally comprising seven articles, sets out the "
+     "national frame of government."], "what does the constitution set out", "a sentence gold's subject is no alias"),
+    ("Lyon", ["Secretariat, who in 1973 became the first Triple Crown champion in 25 years"],
+     "which horse ranks highest", "another name for a long gold"),
 ]
 
 

@@ -8,9 +8,10 @@ Pure functions, strings in and booleans out; :mod:`semcal_eval.qa.grading` wraps
 space and joiner, BOM, soft hyphen, word joiner, …) removed; every line or paragraph separator (U+2028,
 U+2029, U+0085, VT, FF, CR) read as a newline. Words glued by a missing space are split ("onDecember"), a
 citation mark glued to a word is dropped ("Murray1", "MacLellan⁶"), a hyphen inside a word is dropped
-("non-partisan" = "nonpartisan"), a possessive is the word ("Joan's" = "Joan"). Numbers are canonical: thousands
-commas removed ("1,945" = "1945"), trailing decimal zeros dropped ("36.0" = "36"), number words and ordinals read
-as digits ("four" = "4", "2nd" = "2"); any other punctuation inside a number splits it ("19/45", "19-45" are two
+("non-partisan" = "nonpartisan") unless one side is a number word ("eight-episode"), a possessive is the word
+("Joan's" = "Joan"). Numbers are canonical: thousands commas removed ("1,945" = "1945"), trailing decimal zeros
+dropped ("36.0" = "36"), number words and ordinals read as digits ("four" = "4", "2nd" = "2", "twenty-seven" =
+"27", "twenty-first" = "21"); any other punctuation inside a number splits it ("19/45", "19-45" are two
 numbers; "194.5" is one, ≠ 1945); a season's second year is written in full ("1979–80" = "1979-1980").
 Month names are one token each ("Sept." = "September" = "sep").
 
@@ -29,6 +30,9 @@ gold when, inside one window of the answer (the gold's length + :data:`WINDOW` t
 - a date gold ("September 4, 2000") is also covered by its year, with its month or not ("in 2000", "September
   2000"), where no other month or day stands beside it ("May 2000" is not).
 
+In a text with glued words (a chat interface's bold text loses its spaces: "byRicky Nelsonin the"), a capitalized
+word that is a gold word with a function word stuck on (:data:`_GLUE`) matches that gold word.
+
 **Claiming nothing beside it** (:func:`claims_alone`, the checks of :data:`DEFENCES`): the match is refused when
 the answer
 
@@ -38,6 +42,8 @@ the answer
 - names a candidate right beside it (:func:`_neighbour_rival`: "Lyon Paris", "Lyon Paris is it."), also across
   chatter or the gold said again ("Paris I think Lyon", "Lyon is the answer Paris", "Paris Paris Lyon"), or in a
   short sentence beside a sentence that is only the match (:func:`_sentence_rival`: "The answer is Lyon! Paris");
+  in a cased sentence a word beside a number gold is what it counts, no candidate ("the 1960 Summer Olympics",
+  "336 AD"), while in a bare answer it still is ("1960 Lyon");
 - lists it beside a candidate of the same kind: an item next to the match, split off by any mark but quotes, a
   colon or a full stop, or by "and", holding content words that the question does not hold (in a long answer only
   items of 1–:data:`ITEM_MAX` words count: a longer one is a clause; a date's month and day refine a year and are no
@@ -55,8 +61,9 @@ pays a policy for listing its candidates ("Lyon, Paris") and ignores negation. T
 EVOUNA by 5-fold cross-validation by question (benchmarks/bench_judge_humans.py); the numbers are measured
 there, per system and per answer length, with what each defence costs in agreement and buys against listings.
 The rules of 2026-12-05 (dates, seasons, other golds, list marks, a capital at a sentence start, possessives,
-initials, kinds of thing, dashes, brackets, chatter and sentences side by side) were written reading folds 0–2 of
-that split only; folds 3–4 measure them.
+initials, kinds of thing, dashes, brackets, chatter and sentences side by side) and of 2026-12-06 (compound
+number words, a word beside a number gold, glued names, a long gold's opening name) were written reading folds 0–2
+of that split only; folds 3–4 measure them.
 """
 
 from __future__ import annotations
@@ -188,6 +195,7 @@ class Token:
     cap: bool = False
     upper: bool = False  # written with a capital, wherever it stands (the text is cased when some words are)
     spaced: bool = False  # a mark with a space before it: "Paris - Lyon", not "4-inch" or "2017-2018"
+    glued: bool = False  # a capitalized word in a text whose words are glued ("byRicky Nelsonin the")
 
 
 def clean(text: str) -> str:
@@ -213,6 +221,19 @@ def check_text(text, what: str) -> str:
 _YEAR_RANGE = re.compile(r"\b(\d\d)(\d\d)\s*[-\u2010-\u2015]\s*(\d\d)\b")
 
 
+#: words a chat interface glues to a bolded name when it drops the spaces around it ("byRicky Nelsonin the")
+_GLUE = frozenset("in on at for and the was is to of from by with as who which that probably also has had were are or "
+                  "but his her its their after before during between since when where while".split())
+_HYPHENED = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")
+
+
+def _number_hyphen(m: re.Match) -> str:
+    """ "twenty-seven", "eight-episode", "fifth-most": a number word is a word of its own (not "nonpartisan")."""
+    a, b = m[1].casefold(), m[2].casefold()
+    numeric = _NUMBER_WORDS.keys() | _ORDINALS.keys()
+    return f"{m[1]} {m[2]}" if a in numeric or b in numeric else m[0]
+
+
 def _full_range(m: re.Match) -> str:
     """ "1979–80" → "1979-1980": the second year written in full (only when it follows the first)."""
     return f"{m[1]}{m[2]}-{m[1]}{m[3]}" if int(m[3]) > int(m[2]) else m[0]
@@ -231,19 +252,22 @@ def tokens(text: str) -> tuple[Token, ...]:
 @functools.lru_cache(maxsize=1024)
 def _tokens(text: str) -> tuple[Token, ...]:
     s = clean(text)
-    s = re.sub(r"(?<=[a-z]{2})(?=[A-Z][a-z])", " ", s)  # words glued by a missing space: "onDecember"
+    s, glued = re.subn(r"(?<=[a-z]{2})(?=[A-Z][a-z])", " ", s)  # words glued by a missing space: "onDecember"
     s = "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c)).translate(_CONFUSE)
     s = re.sub(r"(?<=\d),(?=\d{3}\b)", "", s)  # thousands: 1,945
     s = _YEAR_RANGE.sub(_full_range, s)  # a season "1979–80" is "1979-1980"
     s = re.sub(r"(?<=[^\W\d_])['’`]s\b", "", s)  # a possessive names the same thing: "Joan's" = "Joan"
+    s = _HYPHENED.sub(_number_hyphen, s)  # "twenty-seven" is two number words, "eight-episode" a number and a word
     s = re.sub(r"(?<=[^\W\d_])['’`-](?=[^\W\d_])", "", s)  # non-partisan, isn't
     s = re.sub(r"(?<=[^\W\d_]{3})\d{1,2}\b", " ", s)  # a citation mark glued to a word: "episodes1"
     s = re.sub(r"(?<=\d)(?=[^\W\d_])|(?<=[^\W\d_])(?=\d)", " ", s)  # 6ft, 2nd
     out: Sequence[Token] = []
     start = True  # at the start of a sentence: a capital says nothing
+    tens = False
     for m in _TOKEN.finditer(s):
         raw = m.group()
         t = raw.casefold()
+        was_tens, tens = tens, False
         if t[0].isdigit():
             if "." in t:
                 t = t.rstrip("0").rstrip(".")
@@ -256,15 +280,27 @@ def _tokens(text: str) -> tuple[Token, ...]:
             start = start or t in _SENTENCE_END
             continue
         elif t in _NUMBER_WORDS:
-            out.append(Token(str(_NUMBER_WORDS[t]), "n"))
+            v = _NUMBER_WORDS[t]
+            if 0 < v < 10 and was_tens:  # "twenty seven" is 27
+                out[-1] = Token(str(int(out[-1].text) + v), "n")
+            else:
+                out.append(Token(str(v), "n"))
+            tens = 20 <= v < 100 and v % 10 == 0
+            start = False
+            continue
         elif t in _ORDINALS:
-            out.append(Token(str(_ORDINALS[t]), "n"))
+            v = _ORDINALS[t]
+            if v < 10 and was_tens:  # "twenty-first" is 21
+                out[-1] = Token(str(int(out[-1].text) + v), "n")
+            else:
+                out.append(Token(str(v), "n"))
         elif t in _MONTHS:
             out.append(Token(_MONTHS[t], "w"))
         elif t in ("st", "nd", "rd", "th") and out and out[-1].kind == "n":
             continue  # the ordinal suffix of 2nd, 21st
         else:
-            out.append(Token(t, "w", raw[0].isupper() and not start, raw[0].isupper()))
+            out.append(Token(t, "w", raw[0].isupper() and not start, raw[0].isupper(),
+                             glued=bool(glued) and raw[0].isupper()))
         start = False
     return tuple(out)
 
@@ -484,6 +520,9 @@ def _neighbour_rival(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, quest
                 break
         if not 0 <= i < n or toks[i].kind == "sep" or _explained(toks, i, lo, hi, gold, question_words, others):
             continue
+        if toks[i].kind == "w" and not bare and cased and not chatter and all(
+                e[0].isdigit() or e in _MONTH_TOKENS for e in gold.evidence):
+            continue  # in a sentence a word beside a number gold is what it counts ("the 1960 Summer Olympics", "336 AD")
         if bare or not cased or toks[i].upper:
             return True
     return cased and _sentence_rival(toks, lo, hi, gold, question_words, others)
@@ -696,6 +735,11 @@ def _covers_date(toks: Sequence[Token], date: tuple[str | None, str | None, str]
     return None
 
 
+def _glued_match(t: Token, e: str) -> bool:
+    """A capitalized word of a glued text that is the gold word with a function word stuck on ("Nelsonin")."""
+    return t.glued and len(e) >= 3 and t.text.startswith(e) and t.text[len(e):] in _GLUE
+
+
 def covers(answer_tokens: Sequence[Token], gold: str, question_words: Sequence[str], alone: bool = True,
            others: frozenset[str] = frozenset()) -> bool:
     """Does the answer (read by :func:`tokens`) cover ``gold`` without negating it, and (``alone``, the grader's
@@ -713,7 +757,7 @@ def covers(answer_tokens: Sequence[Token], gold: str, question_words: Sequence[s
         if t.kind == "sep":
             continue
         for j, e in enumerate(ev):
-            if words_match(t.text, e) or (
+            if words_match(t.text, e) or _glued_match(t, e) or (
                     len(t.text) == 1 and t.kind == "w" and t.text not in STOP_WORDS and j < last and len(e) > 1
                     and e[0] == t.text):
                 hits.append((i, j))  # an initial stands for a first name: "B. Obama"

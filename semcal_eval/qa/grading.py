@@ -6,7 +6,8 @@
   every training reward (RLVR, every CSR variant, RLCR, RD), so a policy is never trained on a rule the
   evaluation does not use. An answer is correct when it covers a gold alias (its words, with numbers, dates and
   word forms read canonically, the question's own words not counted) and claims nothing beside it (no hedge,
-  alternative, negation or rival list item around the match).
+  alternative, negation or rival list item around the match). A long gold that opens with a name and then
+  explains it ("Secretariat, who in 1973 became …") has that name as an alias too (:func:`_head`).
 - :func:`agree` (a, b, question) → bool: CSR's J(C_j, C_i) and the QA tasks' default clustering
   (:class:`semcal_eval.qa.judges.CoverJudge`, ``get_judge("cover")``, the ``judge_cover`` filter), so training
   and evaluation read agreement the same way. Reflexive (identical answers agree, empty ones too), symmetric
@@ -26,9 +27,11 @@ answer that is not a string or is over a megabyte (:class:`~semcal_eval.qa.cover
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Sequence
 
-from .cover import ALTERNATIVES, STOP_WORDS, check_text, clean, content, covers, tokens
+from .cover import ALTERNATIVES, SENTENCE_MIN_TOKENS, STOP_WORDS, check_text, clean, content, covers, tokens
 from .answers import best_f1, check_golds, fold, normalize_answer, rouge_l_f1
 
 __all__ = [
@@ -110,6 +113,34 @@ def _grade_one(core: str, answer: str, gold: str) -> bool:
     return rouge_l_f1(answer, gold) >= SENTENCE_THRESHOLD and not _adds_structure(answer, gold)
 
 
+_HEAD = re.compile(r"^\s*([A-Z][^,;:()\[\]\u2013\u2014]*?)\s*(?:,|\s[-\u2013\u2014]\s)\s*\S")
+
+#: words that open an explanation after a comma ("Secretariat, who …", "Cher, in 1998, …")
+_EXPLAINS = frozenset("who whose which where when in as born the a an also aka from after".split())
+
+
+def _head(gold: str, question_words: Sequence[str] = ()) -> str | None:
+    """The name a long gold opens with: a gold of ≥ ``SENTENCE_MIN_TOKENS`` words that starts with 1–4 capitalized
+    words (one of ≥ 3 letters) ended by a comma, semicolon, colon, bracket or spaced dash, then its explanation.
+
+    >>> _head("Secretariat, who in 1973 became the first Triple Crown champion"), _head("Paris, France")
+    ('Secretariat', None)
+    """
+    m = _HEAD.match(gold)
+    if not m or len(content(gold)) < SENTENCE_MIN_TOKENS:
+        return None
+    rest = gold[m.end() - 1:].split()
+    if gold[m.end(1):m.end() - 1].strip() != "-" and (not rest or rest[0].lower() not in _EXPLAINS):
+        return None  # "The Constitution, originally comprising …": the sentence goes on, its subject is no answer
+    head = m[1]
+    words = head.split()
+    if not 1 <= len(words) <= 4 or not all(w[0].isupper() or w.lower() in STOP_WORDS for w in words):
+        return None
+    if not any(w.isalpha() and len(w) >= 3 and w not in question_words for w in content(head) if w not in STOP_WORDS):
+        return None  # "WHEN ONE (CELESTIAL) BODY …", "Mitosis, the end product …" for a question on mitosis
+    return head
+
+
 def golds_for_grading(golds: str | Iterable[str]) -> list[str]:
     """The usable gold aliases (:func:`semcal_eval.qa.answers.check_golds`, the one gold reader: aliases whose
     SQuAD normalisation holds no letter or digit are dropped); :class:`EmptyGoldError` when none is left (such
@@ -135,6 +166,8 @@ def grade_cover(answer: str, golds: str | Iterable[str], question: str = "") -> 
     if not any(t.kind != "sep" for t in toks):
         return False
     qwords = _question_words(question)
+    # a long gold's opening name is an alias of its own: "Secretariat" for "Secretariat, who in 1973 became …"
+    golds = golds + [h for h in (_head(g, qwords) for g in golds) if h and h not in golds]
     # the other golds' words are no rival: naming two accepted answers of a set question ("who signed …") or
     # two aliases of one answer claims nothing wrong
     others = frozenset(w for g in golds for w in content(g) if w not in STOP_WORDS)
