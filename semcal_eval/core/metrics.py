@@ -736,7 +736,7 @@ def auroc_confidence_rows(conf: np.ndarray, correct: np.ndarray, chunk_cells: in
     (:func:`bootstrap_replicates` with ``batched=True``), in chunks of at most ``chunk_cells`` cells.
 
     >>> auroc_confidence_rows(np.array([[0.9, 0.2, 0.2, 0.1], [0.5, 0.5, 0.5, 0.5]]), np.array([[1, 0, 1, 0]] * 2))
-    array([0.75, 0.5 ])
+    array([0.875, 0.5  ])
     """
     from scipy.stats import rankdata
 
