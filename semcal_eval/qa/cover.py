@@ -225,13 +225,13 @@ _YEAR_RANGE = re.compile(r"\b(\d\d)(\d\d)\s*[-\u2010-\u2015]\s*(\d\d)\b")
 _GLUE = frozenset("in on at for and the was is to of from by with as who which that probably also has had were are or "
                   "but his her its their after before during between since when where while".split())
 _HYPHENED = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")
+_NUMERIC_WORDS = frozenset(_NUMBER_WORDS) | frozenset(_ORDINALS)
 
 
 def _number_hyphen(m: re.Match) -> str:
     """ "twenty-seven", "eight-episode", "fifth-most": a number word is a word of its own (not "nonpartisan")."""
     a, b = m[1].casefold(), m[2].casefold()
-    numeric = _NUMBER_WORDS.keys() | _ORDINALS.keys()
-    return f"{m[1]} {m[2]}" if a in numeric or b in numeric else m[0]
+    return f"{m[1]} {m[2]}" if a in _NUMERIC_WORDS or b in _NUMERIC_WORDS else m[0]
 
 
 def _full_range(m: re.Match) -> str:

@@ -28,7 +28,6 @@ answer that is not a string or is over a megabyte (:class:`~semcal_eval.qa.cover
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterable, Sequence
 
 from .cover import ALTERNATIVES, SENTENCE_MIN_TOKENS, STOP_WORDS, check_text, clean, content, covers, tokens
