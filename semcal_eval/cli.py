@@ -7,6 +7,8 @@
     semcal-eval report RESULTS_DIR            → reliability diagrams, histograms, τ sweep, Markdown tables
     semcal-eval calibrate RESULTS_DIR         → calibration rows of every stock multiple_choice task of a run
                                                 (also printed after a run that logged samples)
+    semcal-eval regrade RESULTS_DIR           → a plain lm-eval QA run (nq_open, triviaqa, any generate_until
+                                                task) graded again by semcal's judges, beside exact match
     semcal-eval board submit|render|serve ... → the calibration leaderboard (verb of the leaderboards app)
     semcal-eval train CONFIG [overrides]      → the CSR / RLVR / RLCR trainer (verb of the trainers app)
 
@@ -35,6 +37,7 @@ VERBS = {
     "summary": ("semcal_eval.summary", "main"),
     "report": ("semcal_eval.report", "main"),
     "calibrate": ("semcal_eval.calibrate", "main"),
+    "regrade": ("semcal_eval.qa.regrade", "main"),
 }
 #: entry-point group through which installed applications add verbs (``board``, ``train``: pyproject.toml), so
 #: the library never names, let alone imports, the applications built on it

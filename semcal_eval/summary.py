@@ -31,7 +31,8 @@ from semcal_eval.run_rows import doc_key, headline_table, load_run, prior_rows
 from semcal_eval.runs import find_results
 from semcal_eval.semsoft import rows as rows_table
 
-__all__ = ["SOFT_COLUMNS", "summary_columns", "row_order", "task_summary", "build_summary", "write_summary", "main"]
+__all__ = ["SOFT_COLUMNS", "summary_columns", "row_order", "task_summary", "judge_note", "build_summary",
+           "write_summary", "main"]
 
 #: soft-label rows: the annotator-fraction equivalents of ECE / Brier / NLL, and the rank signals
 SOFT_COLUMNS = T.HEADLINE["soft"]
@@ -62,7 +63,28 @@ def task_summary(task: str, filters: dict[str, dict], seed: int = T.CI_SEED, pri
     prior = None if "prior" in table else (priors or {}).get(doc_key(first))
     out = f"### {task} ({n_docs} documents)\n\n" + markdown_table(table, columns, order=row_order, prior=prior,
                                                                    kind=to_arrays(first["items"]).kind)
-    return out + tuned_note(filters.get("semsoft_tuned", {}).get("items") or [])
+    return out + tuned_note(filters.get("semsoft_tuned", {}).get("items") or []) + judge_note(filters)
+
+
+def judge_note(filters: dict[str, dict]) -> str:
+    """QA rows: the judge card of the grader their records name, and the accuracy corrected for its measured
+    errors (:mod:`semcal_eval.qa.judge_card`); the rows of one task share their greedy answers and labels, so
+    the first row with graded records speaks for all. Records of runs before the card (no ``grader``) get none."""
+    from semcal_eval.qa.judge_card import CardError, card_lines
+
+    for f in filters.values():
+        items = [it for it in f.get("items") or [] if isinstance(it, dict) and "grader" in it and "greedy" in it]
+        if not items:
+            continue
+        graders = sorted({it["grader"] for it in items})
+        if len(graders) != 1:
+            return f"\n\n* judge: records name several graders ({', '.join(graders)}); no card"
+        try:
+            lines = card_lines(graders[0], [it["greedy"] for it in items], [int(it["correct"]) for it in items])
+        except CardError as e:
+            return f"\n\n* {e}"
+        return "\n\n" + "\n".join(f"* {line}" for line in lines)
+    return ""
 
 
 def tuned_note(items: list[dict]) -> str:

@@ -46,9 +46,18 @@ def semsoft_lm(smollm2_path):
     return SemSoftLM(pretrained=smollm2_path, dtype="float32", device="cpu", batch_size=8)
 
 
+@pytest.fixture(scope="session")
+def learned_judge():
+    """The shipped learned judge with its real model (Qwen2.5-Coder-0.5B-Instruct from the catalogue, installed by
+    `make test`), shared by every test that grades with it: one model load per process."""
+    from semcal_eval.qa.judges import get_judge
+
+    return get_judge("learned")
+
+
 # -- test tiers ---------------------------------------------------------------------------------------------
 #: fixtures that load a real model; a test that needs one (directly or through another fixture) is `slow`
-MODEL_FIXTURES = frozenset({"smollm2_path", "semsoft_lm", "installed", "gguf_reference"})
+MODEL_FIXTURES = frozenset({"smollm2_path", "semsoft_lm", "installed", "gguf_reference", "learned_judge"})
 
 
 def pytest_collection_modifyitems(config, items):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .answers import best_f1, check_golds, exact_match
-from .grading import DEFAULT_CORRECTNESS, correct_by
+from .grading import DEFAULT_CORRECTNESS, grade_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .judges import Judge
@@ -276,10 +276,10 @@ def score_question(
         s_ids, cache = _cluster(question, samples, judge)
         g_id = _place(greedy, samples, s_ids, cache)
     f1 = best_f1(greedy, golds)
-    correct = correct_by(correctness, greedy, golds, question, threshold, judge)
+    label = grade_record(correctness, greedy, golds, question, threshold, judge)
     return {
         "conf": conf_cluster_share(g_id, s_ids) if s_ids else None,
-        "correct": correct,
+        **label,
         "em": exact_match(greedy, golds),
         "f1": f1,
         "greedy": greedy,

@@ -46,6 +46,9 @@ __all__ = [
     "golds_for_grading",
     "grade",
     "grade_cover",
+    "grade_learned",
+    "grade_record",
+    "learned_judge",
     "grade_strict",
     "grade_many",
     "rouge_l_f1",
@@ -223,10 +226,28 @@ def grade_strict(answer: str, golds: str | Iterable[str], question: str = "") ->
 grade = grade_cover
 
 
+def learned_judge():
+    """The shared :class:`semcal_eval.qa.learned.LearnedJudge` with the shipped weights (built once; its model is
+    loaded on the first answer that is not lexically decisive)."""
+    from .judges import get_judge
+
+    return get_judge("learned")
+
+
+def grade_learned(answer: str, golds: str | Iterable[str], question: str = "") -> bool:
+    """Is ``answer`` correct under the ``learned`` judge (:mod:`semcal_eval.qa.learned`)? P(correct) ≥ ½, with
+    P from cover's evidence and, where that is not decisive, a catalogue LM's yes/no log-odds."""
+    return learned_judge().grade(answer, golds_for_grading(golds), question)
+
+
 def grade_many(answers: Sequence[str], golds: Sequence[Sequence[str] | str], questions: Sequence[str] | None = None
                ) -> list[float]:
-    """:func:`grade` of each answer against its own golds, as 0.0/1.0 (the rewards' form)."""
+    """:func:`grade` of each answer against its own golds, as 0.0/1.0 (the rewards' form); under the learned
+    judge in one batch (its model runs once over every answer that the lexical stage cannot settle)."""
     qs = questions if questions is not None else [""] * len(answers)
+    if grade is grade_learned:
+        items = [(a, golds_for_grading(g), q or "") for a, g, q in zip(answers, golds, qs, strict=True)]
+        return [float(p >= 0.5) for p in learned_judge().grade_probs(items)]
     return [float(grade(a, g, q)) for a, g, q in zip(answers, golds, qs, strict=True)]
 
 
@@ -242,10 +263,11 @@ def same_answer(a: str, b: str) -> bool:
 
 
 #: The QA tasks' ``correctness`` settings: ``cover`` (default, :func:`grade`, the rewards' grader, measured
-#: against people: docs/JUDGE.md), ``strict`` (:func:`grade_strict`, the default of task versions 2.x), ``f1`` (best token-F1 ≥ threshold, the
+#: against people: docs/JUDGE.md), ``learned`` (:func:`grade_learned`: cover's evidence and a catalogue LM's
+#: yes/no log-odds weighed on people's verdicts, :mod:`semcal_eval.qa.learned`), ``strict`` (:func:`grade_strict`, the default of task versions 2.x), ``f1`` (best token-F1 ≥ threshold, the
 #: SQuAD/semantic-uncertainty convention; listing pays under it), ``judge`` (the filter's equivalence judge
 #: against each gold alias).
-CORRECTNESS_RULES = ("cover", "strict", "f1", "judge")
+CORRECTNESS_RULES = ("cover", "learned", "strict", "f1", "judge")
 DEFAULT_CORRECTNESS = "cover"
 
 
@@ -259,6 +281,8 @@ def correct_by(rule: str, answer: str, golds: Sequence[str], question: str = "",
     """
     if rule == "cover":
         return int(grade_cover(answer, golds, question))
+    if rule == "learned":
+        return int(grade_learned(answer, golds, question))
     if rule == "strict":
         return int(grade_strict(answer, golds, question))
     if rule == "f1":
@@ -268,3 +292,19 @@ def correct_by(rule: str, answer: str, golds: Sequence[str], question: str = "",
             raise ValueError("correctness 'judge' needs the filter's judge")
         return int(bool(answer.strip()) and any(judge.equivalent(question, [(answer, g) for g in golds])))
     raise ValueError(f"correctness must be one of {', '.join(CORRECTNESS_RULES)}, got {rule!r}")
+
+
+def grade_record(rule: str, answer: str, golds: Sequence[str], question: str = "", threshold: float = 0.5,
+                 judge=None) -> dict:
+    """What a per-document record carries about its label: ``correct`` (0/1, :func:`correct_by`), ``grader`` (the
+    rule, and for ``learned`` the judge's version) and, for ``learned``, ``correct_p`` (its P(correct)), so every
+    number can be recomputed, or re-thresholded, from the records.
+
+    >>> grade_record("cover", "Paris", ["Paris"])
+    {'correct': 1, 'grader': 'cover'}
+    """
+    if rule != "learned":
+        return {"correct": correct_by(rule, answer, golds, question, threshold, judge), "grader": rule}
+    j = learned_judge()
+    p = j.grade_probs([(answer, golds_for_grading(golds), question)])[0]
+    return {"correct": int(p >= 0.5), "grader": j.version, "correct_p": round(float(p), 6)}

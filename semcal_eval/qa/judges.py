@@ -360,70 +360,31 @@ class LLMJudge(Judge):
     def __init__(self, model: Any = "semcal:qwen2.5-coder-1.5b", tokenizer: Any = None, batch_size: int = 8,
                  device: str | None = None, margin: float = 0.0, use_chat_template: bool | None = None,
                  both_orders: bool = True):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from .yesno import YesNoLM, YesNoLoadError
 
-        self.batch_size, self.margin, self.both_orders = int(batch_size), float(margin), bool(both_orders)
-        if isinstance(model, str):
-            self.model_name = model
-            try:
-                path = _resolve(model)
-                self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
-                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-            except Exception as e:  # noqa: BLE001 - re-raised with the model name and the fix
-                raise _load_error(
-                    "LLM", model, e,
-                    "Pass model= a local causal-LM folder, a reachable hub id, or a catalogue name such as "
-                    "semcal:smollm2-135m (install it with `semcal-eval models install NAME`).",
-                ) from e
-            self.model.to(_device(device))
-        else:
-            if tokenizer is None:
-                raise ValueError("LLMJudge(model=<loaded model>) also needs tokenizer=<its tokenizer>")
-            self.model, self.tokenizer = model, tokenizer
-            self.model_name = getattr(getattr(model, "config", None), "_name_or_path", type(model).__name__)
-        self.model.eval()
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token_id is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.use_chat_template = (bool(getattr(self.tokenizer, "chat_template", None))
-                                  if use_chat_template is None else bool(use_chat_template))
-        self.yes_ids = self._first_ids(["yes", " yes", "Yes", " Yes", "YES"])
-        self.no_ids = self._first_ids(["no", " no", "No", " No", "NO"])
-        if set(self.yes_ids) & set(self.no_ids):
-            raise ValueError(f"LLM judge: tokenizer of {self.model_name!r} maps yes and no to a shared first token")
-
-    def _first_ids(self, words: list[str]) -> list[int]:
-        ids = {self.tokenizer.encode(w, add_special_tokens=False)[0] for w in words}
-        return sorted(ids)
+        self.margin, self.both_orders = float(margin), bool(both_orders)
+        try:
+            self.rater = YesNoLM(model, tokenizer=tokenizer, batch_size=batch_size, device=device,
+                                 use_chat_template=use_chat_template)
+        except YesNoLoadError as e:
+            raise JudgeLoadError(f"LLM judge: {e}") from e.__cause__
+        self.model, self.tokenizer, self.model_name = self.rater.model, self.rater.tokenizer, self.rater.model_name
+        self.use_chat_template, self.yes_ids, self.no_ids = (self.rater.use_chat_template, self.rater.yes_ids,
+                                                             self.rater.no_ids)
 
     def prompt(self, question: str, a: str, b: str) -> str:
-        text = LLM_JUDGE_PROMPT.format(question=question.strip(), a=a.strip(), b=b.strip())
-        if self.use_chat_template:
-            return self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                                      add_generation_prompt=True)
-        return text + "\nAnswer:"
+        return self.rater.render("", LLM_JUDGE_PROMPT.format(question=question.strip(), a=a.strip(), b=b.strip()))
 
     def scores(self, question: str, pairs: Pairs) -> list[float]:
         """Mean yes-vs-no log-odds over the two answer orders (one order if ``both_orders=False``)."""
-        import torch
-
         pairs = _check_pairs(pairs)
         if not pairs:
             return []
-        prompts = [self.prompt(question, a, b) for a, b in pairs]
+        msg = [("", LLM_JUDGE_PROMPT.format(question=question.strip(), a=a.strip(), b=b.strip())) for a, b in pairs]
         if self.both_orders:
-            prompts += [self.prompt(question, b, a) for a, b in pairs]
-        dev = next(self.model.parameters()).device
-        yes, no = torch.tensor(self.yes_ids, device=dev), torch.tensor(self.no_ids, device=dev)
-        out: list[float] = []
-        for s in range(0, len(prompts), self.batch_size):
-            enc = self.tokenizer(prompts[s:s + self.batch_size], return_tensors="pt", padding=True,
-                                 add_special_tokens=not self.use_chat_template).to(dev)
-            with torch.inference_mode():
-                logits = self.model(**enc, logits_to_keep=1).logits[:, -1, :].float()
-            logp = torch.log_softmax(logits, -1)
-            out.extend((torch.logsumexp(logp[:, yes], -1) - torch.logsumexp(logp[:, no], -1)).tolist())
+            msg += [("", LLM_JUDGE_PROMPT.format(question=question.strip(), a=b.strip(), b=a.strip()))
+                    for a, b in pairs]
+        out = self.rater.logodds(msg)
         n = len(pairs)
         if self.both_orders:
             return [(x + y) / 2 for x, y in zip(out[:n], out[n:])]
@@ -437,8 +398,17 @@ class LLMJudge(Judge):
 # Factory
 # ----------------------------------------------------------------------------------------------------------
 
-JUDGES: dict[str, type[Judge]] = {
+def _learned(**kwargs: Any) -> Judge:
+    """The learned judge (:mod:`semcal_eval.qa.learned`: cover's evidence and a catalogue LM's yes/no log-odds
+    weighed on people's verdicts), imported on first use."""
+    from .learned import LearnedJudge
+
+    return LearnedJudge(**kwargs)
+
+
+JUDGES: dict[str, Any] = {
     "cover": CoverJudge,
+    "learned": _learned,
     "em": ExactMatchJudge,
     "strict": StrictJudge,
     "f1": F1Judge,
@@ -455,7 +425,8 @@ def _cached(name: str, kwargs_json: str) -> Judge:
 
 
 def get_judge(name: str, **kwargs: Any) -> Judge:
-    """Build a judge by name: ``cover``, ``strict``, ``em``, ``f1``, ``embed`` (alias ``embedding``), ``nli``, ``llm``.
+    """Build a judge by name: ``cover``, ``learned``, ``strict``, ``em``, ``f1``, ``embed`` (alias ``embedding``),
+    ``nli``, ``llm``.
 
     Keyword arguments go to the judge's constructor. Judges whose arguments are JSON-serialisable are cached
     (at most 8), so repeated calls — e.g. one per lm-eval filter application — share one loaded model.

@@ -35,7 +35,7 @@ from semcal_eval.harness.lm_eval_compat import metric_names
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
-from .grading import DEFAULT_CORRECTNESS, correct_by
+from .grading import DEFAULT_CORRECTNESS, grade_record
 from .judges import get_judge
 from .prompts import qa_doc_to_text
 from .settings import RECORD_FIELDS, QASettings
@@ -238,7 +238,7 @@ class EstimatorFilter(JudgeFilter):
         samples = [clean_answer(x) for x in sample_resps[: self.num_samples]]
         f1 = best_f1(greedy, golds)
         rec = {"estimator": self.estimator, "greedy": greedy, "f1": f1, "em": exact_match(greedy, golds),
-               "correct": correct_by(self.correctness, greedy, golds, q, self.threshold, self.judge)}
+               **grade_record(self.correctness, greedy, golds, q, self.threshold, self.judge)}
         if self.estimator == "ptrue":
             if self._ptrue is None:
                 from .ptrue import PTrue
@@ -328,7 +328,7 @@ class VerbalizedFilter(Filter):
             rec = {
                 "conf": self.missing if conf is None else conf,
                 "conf_parsed": conf is not None,
-                "correct": correct_by(self.correctness, answer, doc["qa_golds"], doc["qa_question"], self.threshold),
+                **grade_record(self.correctness, answer, doc["qa_golds"], doc["qa_question"], self.threshold),
                 "em": exact_match(answer, doc["qa_golds"]),
                 "f1": f1,
                 "greedy": answer,

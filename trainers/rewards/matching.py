@@ -16,7 +16,7 @@ import numpy as np
 
 from semcal_eval import qa
 from semcal_eval.qa.answers import usable_golds
-from semcal_eval.qa.grading import grade
+from semcal_eval.qa.grading import grade_many
 
 __all__ = ["completion_text", "extract_answer", "gold_list", "dataset_column", "correctness", "correctness_reward"]
 
@@ -89,7 +89,7 @@ def correctness(questions: Sequence[str], predictions: Sequence[str], golds: Seq
     >>> correctness(["q"] * 4, ["Paris", "The answer is Paris.", "Paris or Lyon", ""], [["Paris"]] * 4)
     [1.0, 1.0, 0.0, 0.0]
     """
-    return [float(grade(p, g, q or "")) for q, p, g in zip(questions, predictions, golds, strict=True)]
+    return grade_many(list(predictions), list(golds), [q or "" for q in questions])
 
 
 def correctness_reward(

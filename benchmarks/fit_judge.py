@@ -1,0 +1,469 @@
+"""Fit the learned judge (semcal_eval/qa/learned.py) on people's verdicts, and measure every choice honestly.
+
+Data: EVOUNA (``$SEMCAL_DATA_DIR/evouna``, read by bench_judge_humans.load_evouna): answers of five systems (fid,
+gpt35, chatgpt, gpt4, newbing) to NQ-Open and TriviaQA questions, each judged by people.
+
+- **Grading form.** The lexical stage is fit on every judged answer (cheap); the model's yes/no log-odds are
+  computed on a seeded sample of questions (``--questions`` per dataset, all their judged answers), cached in
+  ``<out>/lm_logodds_<model>.jsonl`` by (dataset, question index, system, prompt sha256) so a re-run scores only
+  what is new and every number is recomputable without the model.
+- **Agreement form.** Pairs of two judged answers to one question of the sample: both people-correct → same
+  answer (1), one correct and one wrong → different (0); two wrong answers are not labelled (they may or may not
+  say the same wrong thing). The model is asked in both orders.
+
+Two cross-validations, each out-of-fold prediction made by a model that never saw the row's fold:
+``question`` (5 folds by question) and ``system`` (leave one answering system out: a judge fit on four systems
+grades the fifth; a pair is held out when either answer is the held-out system's). Candidates: cover, the LM alone
+(a fitted threshold), the lexical stage, the full stage with no gate, the gated judge that ships, and the full
+stage less each feature (what a feature pays). CIs: 95 % cluster bootstrap over questions (bench_judge_humans).
+
+The gate: on the lexical stage's out-of-fold probabilities over every EVOUNA answer (leave-one-system-out), the
+widest (lo, hi) whose gated verdicts agree with people at ≥ ``--gate-precision`` (0.99) on each side.
+
+    PYTHONPATH=. python benchmarks/fit_judge.py                    # fit, measure, write the weights
+    PYTHONPATH=. python benchmarks/fit_judge.py --score-only       # no model: re-fit from the cached log-odds
+
+Writes ``semcal_eval/qa/judge_weights/{grade,agree}.json`` (the shipped weights, fit on all the data) and
+``<out>/fit.json`` + ``<out>/fit.md`` (default ``<out>``: benchmarks/results/judge_humans).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_judge_humans import ClusterBootstrap, default_data_dir, load_evouna, metrics  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+from semcal_eval.qa import learned as L  # noqa: E402
+from semcal_eval.qa.grading import grade_cover  # noqa: E402
+
+SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
+SEED = 20261207
+#: the LM's log-odds clip (the judge applies the same)
+CLIP = L.LOGODDS_CLIP
+
+
+# ------------------------------------------------------------------------------------------------ fitting
+def fit_stage(X: np.ndarray, y: np.ndarray, features: tuple[str, ...], C: float = 1.0) -> L.Stage:
+    """A logistic regression on standardised features (sklearn, L2 with strength 1/C), as a judge Stage."""
+    mean = X.mean(0)
+    scale = X.std(0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    lr = LogisticRegression(C=C, max_iter=2000).fit((X - mean) / scale, y)
+    return L.Stage(tuple(features), tuple(map(float, mean)), tuple(map(float, scale)),
+                   tuple(map(float, lr.coef_[0])), float(lr.intercept_[0]))
+
+
+def stage_probs(st: L.Stage, X: np.ndarray, cols: list[int] | None = None) -> np.ndarray:
+    Xs = X if cols is None else X[:, cols]
+    z = st.intercept + ((Xs - np.array(st.mean)) / np.array(st.scale)) @ np.array(st.coef)
+    return 1 / (1 + np.exp(-z))
+
+
+def choose_gate(p: np.ndarray, y: np.ndarray, precision: float) -> tuple[float, float]:
+    """The widest (lo, hi): answers with p ≥ hi are people-correct, and with p ≤ lo people-wrong, at a rate ≥
+    ``precision`` each (scanning thresholds from the confident end inwards; lo = 0 / hi = 1 when none holds)."""
+    order = np.argsort(-p)
+    ok = np.cumsum(y[order]) / np.arange(1, len(p) + 1)
+    good = np.nonzero((ok >= precision) & (p[order] >= 0.5))[0]
+    # the last rank at which the precision of everything above still holds
+    hi = float(p[order][good.max()]) if len(good) else 1.0
+    order = np.argsort(p)
+    ok = np.cumsum(1 - y[order]) / np.arange(1, len(p) + 1)
+    good = np.nonzero((ok >= precision) & (p[order] < 0.5))[0]
+    lo = float(p[order][good.max()]) if len(good) else 0.0
+    return min(lo, 0.5), max(hi, 0.5)
+
+
+def folds(keys_q: np.ndarray, systems: list[tuple[str, ...]], scheme: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) masks. ``question``: 5 folds by question (a seeded permutation of question keys);
+    ``system``: one fold per system, a row held out when it involves the system (pairs: either answer), trained
+    on rows that involve none of it."""
+    n = len(keys_q)
+    out = []
+    if scheme == "question":
+        uq = sorted(set(keys_q.tolist()))
+        rng = np.random.default_rng(SEED)
+        perm = {q: i % 5 for i, q in enumerate(rng.permutation(uq).tolist())}
+        f = np.array([perm[q] for q in keys_q.tolist()])
+        for k in range(5):
+            out.append((f != k, f == k))
+    else:
+        for s in SYSTEMS:
+            inv = np.array([s in ss for ss in systems])
+            out.append((~inv, inv))
+    assert all(len(tr) == n for tr, _ in out)
+    return out
+
+
+def lexical_matrix(rows, info) -> tuple[np.ndarray, float]:
+    """Every answer's lexical features, cached in the temp folder by the data's and the judge code's sha256 (a
+    re-run of the fit skips the ~6 min of reading)."""
+    import hashlib
+    import tempfile
+
+    h = hashlib.sha256()
+    for v in info.values():
+        h.update(v["sha256"].encode())
+    for f in ("learned.py", "cover.py", "grading.py", "answers.py"):
+        h.update((REPO / "semcal_eval/qa" / f).read_bytes())
+    path = Path(tempfile.gettempdir()) / f"semcal_lexical_{h.hexdigest()[:16]}.npz"
+    if path.is_file():
+        d = np.load(path)
+        return d["X"], float(d["s"])
+    t0 = time.perf_counter()
+    X = np.array([[L.grade_features(r.answer, list(r.golds), r.question)[f] for f in L.GRADE_LEXICAL] for r in rows])
+    s = (time.perf_counter() - t0) / len(rows)
+    np.savez(path, X=X, s=s)
+    return X, s
+
+
+# ------------------------------------------------------------------------------------------------ model scores
+def model_cache(path: Path) -> dict:
+    out = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                d = json.loads(line)
+                out[tuple(d["key"])] = d["logodds"]
+    return out
+
+
+def score_missing(cache: dict, path: Path, want: list[tuple[tuple, tuple[str, str]]], model: str, batch: int,
+                  log_every: int = 64) -> float:
+    """Rate every message whose key is not cached (appending to the cache file as it goes); returns seconds."""
+    todo = [(k, m) for k, m in want if k not in cache]
+    if not todo:
+        return 0.0
+    from semcal_eval.qa.yesno import YesNoLM
+
+    lm = YesNoLM(model, batch_size=batch, device="cpu")
+    t0 = time.perf_counter()
+    with open(path, "a") as f:
+        for s in range(0, len(todo), log_every):
+            chunk = todo[s:s + log_every]
+            vals = lm.logodds([m for _, m in chunk])
+            for (k, _), v in zip(chunk, vals):
+                cache[k] = v
+                f.write(json.dumps({"key": list(k), "logodds": v}) + "\n")
+            f.flush()
+            el = time.perf_counter() - t0
+            print(f"  [lm] {s + len(chunk)}/{len(todo)} rated, {el / (s + len(chunk)):.2f} s each", flush=True)
+    return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------------------------------ evaluation
+def summarise(pred: np.ndarray, human: np.ndarray, rows_ds: np.ndarray, rows_sys: np.ndarray,
+              boot: ClusterBootstrap | None) -> dict:
+    out = {}
+    for ds in ("all", "NQ", "TQ"):
+        m = np.ones(len(pred), bool) if ds == "all" else rows_ds == ds
+        r = metrics(pred[m], human[m])
+        if boot is not None and ds != "all":
+            r.update(boot.agreement_kappa_ci(pred, human, m))
+        out[ds] = r
+    out["by_system"] = {s: {ds: metrics(pred[(rows_sys == s) & (rows_ds == ds)],
+                                         human[(rows_sys == s) & (rows_ds == ds)])["agreement"]
+                            for ds in ("NQ", "TQ")} for s in SYSTEMS}
+    return out
+
+
+SHAPES = (("short", 0, 5), ("sentence", 6, 10 ** 9))
+
+
+def card_entry(pred: np.ndarray, human: np.ndarray, words: np.ndarray, systems: np.ndarray,
+               boot: ClusterBootstrap) -> dict:
+    """One grader's card: its 2×2 table against people (out of fold) overall and per answer shape (short ≤ 5
+    words, sentence), agreement and kappa with CIs, and whether its sensitivity and specificity are the same
+    across the five answering systems within a shape (chi-square homogeneity; the rate correction assumes the
+    errors do not depend on who answered, given the shape)."""
+    from scipy.stats import chi2_contingency
+
+    def homog(mask):
+        out = {}
+        for rate, sel in (("sensitivity_p", human), ("specificity_p", ~human)):
+            tab = [[int(np.sum(pred[m] == v)) for v in (True, False)]
+                   for s_ in SYSTEMS if (m := mask & sel & (systems == s_)).sum() >= 5]
+            tab = [r for r in tab]
+            cols = np.array(tab).sum(0) if tab else np.zeros(2)
+            out[rate] = (float(chi2_contingency(tab)[1]) if len(tab) >= 2 and (cols > 0).all() else float("nan"))
+        return out
+
+    entry = {}
+    for name, lo_, hi_ in (("all", 0, 10 ** 9),) + SHAPES:
+        m = (words >= lo_) & (words <= hi_)
+        r = metrics(pred[m], human[m])
+        r.update(boot.agreement_kappa_ci(pred, human, m))
+        r["sensitivity"] = r["tp"] / (r["tp"] + r["fn"]) if r["tp"] + r["fn"] else float("nan")
+        r["specificity"] = r["tn"] / (r["tn"] + r["fp"]) if r["tn"] + r["fp"] else float("nan")
+        r.update(homog(m))
+        entry[name] = r
+    return entry
+
+
+def crossfit(X: np.ndarray, y: np.ndarray, feats: tuple[str, ...], cv, C: float = 1.0) -> np.ndarray:
+    p = np.full(len(y), np.nan)
+    for tr, te in cv:
+        st = fit_stage(X[tr], y[tr], feats, C)
+        p[te] = stage_probs(st, X[te])
+    return p
+
+
+def render(out: dict) -> str:
+    """The fit's report (markdown) from its results JSON."""
+    lines = [f"# The learned judge, fit on EVOUNA ({out['model']})", "",
+             f"Seed {out['seed']}; {out['questions_per_dataset']} sampled questions per dataset "
+             f"({out['n_sample_answers']} judged answers) for the model's features; the lexical stage and the gate "
+             f"on all {out['gate_report']['n']} answers. Command: `PYTHONPATH=. python benchmarks/fit_judge.py` "
+             f"({out['wall_s'] / 60:.0f} min, load {out['load'][0]:.1f}).", "",
+             "## Grading form: agreement / kappa with people, out of fold", ""]
+    for scheme, title in (("system", "leave one answering system out"), ("question", "5 folds by question")):
+        res = out["results"]["grade"][scheme]
+        lines += [f"### {title}", "", "| judge | NQ agreement [CI] | NQ kappa | TQ agreement [CI] | TQ kappa | "
+                  "NQ FPR / FNR | TQ FPR / FNR | worst system (NQ, TQ) |", "|---|---|---|---|---|---|---|---|"]
+        for name in ("cover", "lm_alone", "lexical", "full_no_gate", "learned"):
+            r = res[name]
+            nq, tq = r["NQ"], r["TQ"]
+            worst = {ds: min(r["by_system"].items(), key=lambda kv: kv[1][ds]) for ds in ("NQ", "TQ")}
+            ci = lambda d: f"[{d['agreement_ci'][0]:.3f}, {d['agreement_ci'][1]:.3f}]"  # noqa: E731
+            lines.append(f"| {name} | {nq['agreement']:.3f} {ci(nq)} | {nq['kappa']:.3f} | {tq['agreement']:.3f} "
+                         f"{ci(tq)} | {tq['kappa']:.3f} | {nq['fpr']:.3f} / {nq['fnr']:.3f} | {tq['fpr']:.3f} / "
+                         f"{tq['fnr']:.3f} | {worst['NQ'][0]} {worst['NQ'][1]['NQ']:.3f}, {worst['TQ'][0]} "
+                         f"{worst['TQ'][1]['TQ']:.3f} |")
+        d = res["learned"]["diff_vs_cover_ci"]
+        lines += ["", f"learned − cover (paired bootstrap): NQ [{d['NQ'][0]:+.3f}, {d['NQ'][1]:+.3f}], TQ "
+                      f"[{d['TQ'][0]:+.3f}, {d['TQ'][1]:+.3f}]; answers the model never saw (gated): "
+                      f"{res['learned']['share_model_skipped']:.2f}.", "",
+                  "What each feature pays (agreement of the full stage less the feature's, pooled): " + ", ".join(
+                      f"{f} {v:+.4f}" for f, v in res["ablation_agreement_drop"].items()), ""]
+    g = out["gate_report"]
+    lines += ["## The gate", "", f"Lexical-stage probability outside ({g['gate'][0]:.3f}, {g['gate'][1]:.3f}) is "
+              f"final: {g['share_gated']:.2f} of all EVOUNA answers, agreeing with people on "
+              f"{g['gated_agreement']:.4f} of them (leave-one-system-out probabilities).", ""]
+    ag = out["results"].get("agree") or {}
+    if ag:
+        lines += ["## Agreement form (pairs: both people-correct = same, one correct one wrong = different)", "",
+                  f"{ag['n_pairs']} pairs; gate {ag['gate'][0]:.3f}, {ag['gate'][1]:.3f}.", "",
+                  "| judge | question folds: agreement / kappa | leave one system out: agreement / kappa |",
+                  "|---|---|---|"]
+        for name in ag["system"]:
+            q, s_ = ag["question"][name], ag["system"][name]
+            lines.append(f"| {name} | {q['agreement']:.3f} / {q['kappa']:.3f} | {s_['agreement']:.3f} / "
+                         f"{s_['kappa']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=None)
+    ap.add_argument("--model", default="semcal:qwen2.5-coder-0.5b")
+    ap.add_argument("--questions", type=int, default=200, help="sampled questions per dataset for the model")
+    ap.add_argument("--pair-questions", type=int, default=60, help="of those, questions per dataset for pairs")
+    ap.add_argument("--gate-precision", type=float, default=0.99)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--boot", type=int, default=1000)
+    ap.add_argument("--score-only", action="store_true", help="use cached log-odds only; rows without are dropped")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks/results/judge_humans")
+    ap.add_argument("--weights-dir", type=Path, default=L.WEIGHTS_DIR)
+    ap.add_argument("--render", type=Path, default=None, help="only write the report of this results JSON")
+    a = ap.parse_args(argv)
+    if a.render:
+        a.render.with_suffix(".md").write_text(render(json.loads(a.render.read_text())))
+        return 0
+    a.out.mkdir(parents=True, exist_ok=True)
+    rows, info = load_evouna(a.data or default_data_dir())
+    data_sha = {v["file"]: v["sha256"] for v in info.values()}
+    slug = a.model.removeprefix("semcal:").replace("/", "_")
+    cache_path = a.out / f"lm_logodds_{slug}.jsonl"
+    cache = model_cache(cache_path)
+    t_start = time.perf_counter()
+
+    # ---------------------------------------------------------------- the lexical stage on every answer
+    Xall, lex_feature_s = lexical_matrix(rows, info)
+    yall = np.array([r.human for r in rows], dtype=float)
+    q_all = np.array([f"{r.ds}:{r.qi}" for r in rows])
+    sys_all = [(r.system,) for r in rows]
+    p_lex_oof = crossfit(Xall, yall, L.GRADE_LEXICAL, folds(q_all, sys_all, "system"))
+    gate = choose_gate(p_lex_oof, yall, a.gate_precision)
+    gated = (p_lex_oof <= gate[0]) | (p_lex_oof >= gate[1])
+    gate_report = {"gate": gate, "share_gated": float(gated.mean()),
+                   "gated_agreement": float(((p_lex_oof[gated] >= 0.5) == (yall[gated] == 1)).mean()),
+                   "n": int(len(rows)), "lexical_feature_s_per_answer": lex_feature_s}
+    print(f"[gate] {gate_report}", flush=True)
+
+    # ---------------------------------------------------------------- the sample for the model
+    rng = np.random.default_rng(SEED)
+    sample_q: dict[str, list[int]] = {}
+    for ds in ("NQ", "TQ"):
+        qs = sorted({r.qi for r in rows if r.ds == ds})
+        sample_q[ds] = sorted(rng.choice(qs, size=min(a.questions, len(qs)), replace=False).tolist())
+    in_sample = {(ds, q) for ds, qs in sample_q.items() for q in qs}
+    idx = [i for i, r in enumerate(rows) if (r.ds, r.qi) in in_sample]
+    g_sha = L.prompt_sha256("grade")
+    want = [((rows[i].ds, rows[i].qi, rows[i].system, g_sha),
+             L.grade_messages(rows[i].answer, rows[i].golds, rows[i].question)) for i in idx]
+    pair_q = {(ds, q) for ds, qs in sample_q.items() for q in qs[: a.pair_questions]}
+    pairs = []
+    by_q: dict = {}
+    for i in idx:
+        r = rows[i]
+        if (r.ds, r.qi) in pair_q:
+            by_q.setdefault((r.ds, r.qi), []).append(i)
+    for members in by_q.values():
+        for x in range(len(members)):
+            for z in range(x + 1, len(members)):
+                i, j = members[x], members[z]
+                if rows[i].human or rows[j].human:
+                    pairs.append((i, j))
+    a_sha = L.prompt_sha256("agree")
+    for i, j in pairs:
+        ri, rj = rows[i], rows[j]
+        for u, v in ((ri, rj), (rj, ri)):
+            want.append(((u.ds, u.qi, u.system, v.system, a_sha), L.agree_messages(u.answer, v.answer, u.question)))
+    lm_s = 0.0 if a.score_only else score_missing(cache, cache_path, want, a.model, a.batch)
+    n_rated = sum(k in cache for k, _ in want)
+    print(f"[lm] {n_rated}/{len(want)} messages rated ({lm_s:.0f} s this run)", flush=True)
+
+    # ---------------------------------------------------------------- grading form on the sample
+    idx = [i for i in idx if (rows[i].ds, rows[i].qi, rows[i].system, g_sha) in cache]
+    lo = np.array([max(-CLIP, min(CLIP, cache[(rows[i].ds, rows[i].qi, rows[i].system, g_sha)])) for i in idx])
+    Xs, ys = Xall[idx], yall[idx]
+    Xf = np.column_stack([Xs, lo])
+    full_feats = L.GRADE_LEXICAL + (L.MODEL_FEATURE,)
+    srows = [rows[i] for i in idx]
+    human = ys == 1
+    ds_arr = np.array([r.ds for r in srows])
+    sys_arr = np.array([r.system for r in srows])
+    boot = ClusterBootstrap(srows, a.boot, SEED)
+    results: dict = {"grade": {}, "agree": {}}
+    cover = np.array([grade_cover(r.answer, list(r.golds), r.question) for r in srows])
+    for scheme in ("question", "system"):
+        cv = folds(np.array([f"{r.ds}:{r.qi}" for r in srows]), [(r.system,) for r in srows], scheme)
+        # the lexical stage and the gate are fit on all EVOUNA rows outside the held-out fold
+        cv_all = folds(q_all, sys_all, scheme)
+        if scheme == "question":  # map the sample's folds onto all rows: the same question key → the same fold
+            key_fold = {}
+            for k, (_, te) in enumerate(cv):
+                for r in np.array(srows)[te]:
+                    key_fold[f"{r.ds}:{r.qi}"] = k
+            rng2 = np.random.default_rng(SEED + 1)
+            f_all = np.array([key_fold.get(q, -1) for q in q_all.tolist()])
+            rest = f_all < 0
+            f_all[rest] = rng2.integers(0, 5, size=int(rest.sum()))
+            cv_all = [(f_all != k, f_all == k) for k in range(5)]
+        p_lm = np.full(len(ys), np.nan)
+        p_lex = np.full(len(ys), np.nan)
+        p_full = np.full(len(ys), np.nan)
+        p_gated = np.full(len(ys), np.nan)
+        ablate = {f: np.full(len(ys), np.nan) for f in full_feats}
+        gates = []
+        used_model = np.zeros(len(ys), bool)
+        for (tr, te), (tr_all, _) in zip(cv, cv_all):
+            lm_st = fit_stage(lo[tr, None], ys[tr], (L.MODEL_FEATURE,))
+            p_lm[te] = stage_probs(lm_st, lo[te, None])
+            lex_st = fit_stage(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL)
+            inner = crossfit(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL,
+                             folds(q_all[tr_all], [s for s, t in zip(sys_all, tr_all) if t], "system"))
+            g = choose_gate(inner, yall[tr_all], a.gate_precision)
+            gates.append(g)
+            full_st = fit_stage(Xf[tr], ys[tr], full_feats)
+            p_lex[te] = stage_probs(lex_st, Xs[te])
+            p_full[te] = stage_probs(full_st, Xf[te])
+            in_gate = (p_lex[te] > g[0]) & (p_lex[te] < g[1])
+            used_model[te] = in_gate
+            p_gated[te] = np.where(in_gate, p_full[te], p_lex[te])
+            for k, f in enumerate(full_feats):
+                cols = [c for c in range(len(full_feats)) if c != k]
+                st = fit_stage(Xf[tr][:, cols], ys[tr], tuple(full_feats[c] for c in cols))
+                ablate[f][te] = stage_probs(st, Xf[te][:, cols])
+        cand = {"cover": cover, "lm_alone": p_lm >= 0.5, "lexical": p_lex >= 0.5, "full_no_gate": p_full >= 0.5,
+                "learned": p_gated >= 0.5}
+        res = {name: summarise(pred, human, ds_arr, sys_arr, boot) for name, pred in cand.items()}
+        res["learned"]["share_model_skipped"] = float(1 - used_model.mean())
+        res["learned"]["gates"] = gates
+        res["learned"]["diff_vs_cover_ci"] = {ds: boot.diff_ci(p_gated >= 0.5, cover, human, ds_arr == ds)
+                                              for ds in ("NQ", "TQ")}
+        if scheme == "system":
+            words = np.array([len(r.answer.split()) for r in srows])
+            card = {"learned": card_entry(p_gated >= 0.5, human, words, sys_arr, boot),
+                    "cover": card_entry(cover, human, words, sys_arr, boot)}
+        base = metrics(p_full >= 0.5, human)["agreement"]
+        res["ablation_agreement_drop"] = {f: base - metrics(ablate[f] >= 0.5, human)["agreement"] for f in full_feats}
+        results["grade"][scheme] = res
+        print(f"[grade/{scheme}] " + "  ".join(f"{k} NQ {v['NQ']['agreement']:.3f}/{v['NQ']['kappa']:.3f} "
+                                                f"TQ {v['TQ']['agreement']:.3f}/{v['TQ']['kappa']:.3f}"
+                                                for k, v in res.items() if k in cand), flush=True)
+
+    # ---------------------------------------------------------------- agreement form
+    pk = [(i, j) for i, j in pairs if (rows[i].ds, rows[i].qi, rows[i].system, rows[j].system, a_sha) in cache
+          and (rows[j].ds, rows[j].qi, rows[j].system, rows[i].system, a_sha) in cache]
+    if pk:
+        PX = np.array([[L.agree_features(*sorted((rows[i].answer, rows[j].answer)), rows[i].question)[f]
+                        for f in L.AGREE_LEXICAL] for i, j in pk])
+        plo = np.array([max(-CLIP, min(CLIP, (cache[(rows[i].ds, rows[i].qi, rows[i].system, rows[j].system, a_sha)]
+                                              + cache[(rows[j].ds, rows[j].qi, rows[j].system, rows[i].system,
+                                                       a_sha)]) / 2)) for i, j in pk])
+        py = np.array([float(rows[i].human and rows[j].human) for i, j in pk])
+        PXf = np.column_stack([PX, plo])
+        afeats = L.AGREE_LEXICAL + (L.MODEL_FEATURE,)
+        from semcal_eval.qa.grading import agree as cover_agree
+
+        pcover = np.array([cover_agree(rows[i].answer, rows[j].answer, rows[i].question) for i, j in pk])
+        pq = np.array([f"{rows[i].ds}:{rows[i].qi}" for i, _ in pk])
+        psys = [(rows[i].system, rows[j].system) for i, j in pk]
+        for scheme in ("question", "system"):
+            cv = folds(pq, psys, scheme)
+            p_lex, p_full, p_lm = (np.full(len(py), np.nan) for _ in range(3))
+            for tr, te in cv:
+                p_lex[te] = stage_probs(fit_stage(PX[tr], py[tr], L.AGREE_LEXICAL), PX[te])
+                p_full[te] = stage_probs(fit_stage(PXf[tr], py[tr], afeats), PXf[te])
+                p_lm[te] = stage_probs(fit_stage(plo[tr, None], py[tr], (L.MODEL_FEATURE,)), plo[te, None])
+            results["agree"][scheme] = {n: metrics(p, py == 1) for n, p in (
+                ("cover", pcover), ("lm_alone", p_lm >= 0.5), ("lexical", p_lex >= 0.5), ("full", p_full >= 0.5))}
+            print(f"[agree/{scheme}] " + "  ".join(f"{k} {v['agreement']:.3f}/{v['kappa']:.3f}"
+                                                   for k, v in results["agree"][scheme].items()), flush=True)
+        p_lex_all = crossfit(PX, py, L.AGREE_LEXICAL, folds(pq, psys, "system"))
+        agate = choose_gate(p_lex_all, py, a.gate_precision)
+        agree_w = L.JudgeWeights("agree", fit_stage(PX, py, L.AGREE_LEXICAL), agate, fit_stage(PXf, py, afeats),
+                                 a.model, L._model_sha(a.model), a_sha, data_sha)
+        results["agree"]["gate"] = agate
+        results["agree"]["n_pairs"] = len(pk)
+    else:
+        agree_w = None
+
+    # ---------------------------------------------------------------- the shipped weights, fit on everything
+    grade_w = L.JudgeWeights("grade", fit_stage(Xall, yall, L.GRADE_LEXICAL), gate, fit_stage(Xf, ys, full_feats),
+                             a.model, L._model_sha(a.model), g_sha, data_sha)
+    a.weights_dir.mkdir(parents=True, exist_ok=True)
+    (a.weights_dir / "grade.json").write_text(json.dumps(grade_w.to_json(), indent=1) + "\n")
+    if agree_w is not None:
+        (a.weights_dir / "agree.json").write_text(json.dumps(agree_w.to_json(), indent=1) + "\n")
+    (a.weights_dir / "card.json").write_text(json.dumps({
+        "generated_by": "benchmarks/fit_judge.py", "model": a.model, "seed": SEED, "data_sha256": data_sha,
+        "scheme": "leave one answering system out (EVOUNA: fid, gpt35, chatgpt, gpt4, newbing), out-of-fold",
+        "n": len(idx), "graders": {grade_w.version: card["learned"], "cover": card["cover"]}},
+        indent=1, default=float) + "\n")
+    out = {"seed": SEED, "model": a.model, "questions_per_dataset": a.questions, "pair_questions": a.pair_questions,
+           "n_sample_answers": len(idx), "data": info, "gate_report": gate_report, "lm_seconds_this_run": lm_s,
+           "results": results, "wall_s": time.perf_counter() - t_start,
+           "load": os.getloadavg()}
+    (a.out / f"fit_{slug}.json").write_text(json.dumps(out, indent=1, default=float) + "\n")
+    (a.out / f"fit_{slug}.md").write_text(render(json.loads(json.dumps(out, default=float))))
+    print(f"[done] wrote {a.weights_dir}/grade.json, agree.json and {a.out}/fit_{slug}.json", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

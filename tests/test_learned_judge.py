@@ -1,0 +1,208 @@
+"""The learned judge (semcal_eval/qa/learned.py): its weights' checks, its arithmetic against sklearn, the gate,
+and — with its real model (Qwen2.5-Coder-0.5B-Instruct) — caching, symmetry and the cheap attacks on a model judge.
+
+Its agreement with people is measured by benchmarks/fit_judge.py (results in benchmarks/results/judge_humans/).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semcal_eval.qa import learned as L
+from semcal_eval.qa.answers import EmptyGoldError
+from semcal_eval.qa.cover import CoverError
+from semcal_eval.qa.yesno import YesNoLoadError
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+Q = "What is the capital of France?"
+GOLD = ["Paris"]
+
+
+def _shipped(form: str) -> dict:
+    return json.loads(L.default_weights(form).read_text())
+
+
+def _write(tmp_path, form: str, d: dict) -> Path:
+    p = tmp_path / f"{form}.json"
+    p.write_text(json.dumps(d))
+    return p
+
+
+# ------------------------------------------------------------------------------------------- the weights' checks
+def test_shipped_weights_name_their_provenance():
+    for form in ("grade", "agree"):
+        d = _shipped(form)
+        w = L.JudgeWeights.read(L.default_weights(form), form)
+        assert w.model == "semcal:qwen2.5-coder-0.5b" and w.model_sha256 == L._model_sha(w.model)
+        assert set(d["data_sha256"]) == {"NQ.json", "TQ.json"}
+        assert w.prompt_sha256 == L.prompt_sha256(form)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d["full"]["features"].reverse(), "fitted on features"),
+    (lambda d: d["lexical"].update(features=d["lexical"]["features"][:-1]), "fitted on features|one length"),
+    (lambda d: d.update(prompt_sha256="0" * 64), "another grade prompt"),
+    (lambda d: d.update(gate=[0.7, 0.9]), "gate"),
+    (lambda d: d["full"].update(scale=[0.0] * len(d["full"]["scale"])), "scale > 0"),
+    (lambda d: d["full"].update(coef=[float("nan")] * len(d["full"]["coef"])), "finite"),
+    (lambda d: d.update(form="agree"), "not 'grade'"),
+    (lambda d: d.pop("model"), "names no model"),
+])
+def test_weights_that_do_not_match_are_refused(tmp_path, edit, match):
+    d = _shipped("grade")
+    edit(d)
+    with pytest.raises(L.WeightsError, match=match):
+        L.JudgeWeights.read(_write(tmp_path, "grade", d), "grade")
+
+
+def test_missing_or_broken_weights_say_how_to_fix(tmp_path):
+    with pytest.raises(L.WeightsError, match="fit_judge.py"):
+        L.JudgeWeights.read(tmp_path / "none.json", "grade")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(L.WeightsError, match="not a JSON"):
+        L.JudgeWeights.read(tmp_path / "bad.json", "grade")
+
+
+def test_another_model_is_refused_unless_asked_for():
+    with pytest.raises(L.WeightsError, match="fitted with 'semcal:qwen2.5-coder-0.5b'"):
+        L.LearnedJudge(model="semcal:smollm2-135m")
+    j = L.LearnedJudge(model="semcal:smollm2-135m", allow_other_model=True)  # no load until a model verdict
+    assert j.version.endswith("+semcal:smollm2-135m")
+
+
+def test_weights_of_another_gguf_are_refused(tmp_path):
+    d = _shipped("grade")
+    d["model_sha256"] = "f" * 64
+    with pytest.raises(L.WeightsError, match="GGUF"):
+        L.LearnedJudge(grade_weights=_write(tmp_path, "grade", d))
+
+
+# ------------------------------------------------------------------------------------------- arithmetic
+def test_stage_probability_is_sklearns_logistic_regression():
+    """Stage.prob (the judge's own arithmetic) against sklearn's predict_proba on the same standardised data."""
+    from fit_judge import fit_stage
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) * [1, 5, 0.1] + [0, 2, -1]
+    y = (X @ [1, -0.3, 4] + rng.normal(size=300) > -1).astype(float)
+    st = fit_stage(X, y, ("a", "b", "c"))
+    mean, sd = X.mean(0), X.std(0)
+    ref = LogisticRegression(max_iter=2000).fit((X - mean) / sd, y).predict_proba((X - mean) / sd)[:, 1]
+    got = [st.prob(dict(zip("abc", row))) for row in X]
+    assert np.allclose(got, ref, atol=1e-9)
+
+
+def test_gate_is_the_widest_that_keeps_its_precision():
+    """choose_gate against a brute-force search over every threshold."""
+    from fit_judge import choose_gate
+
+    rng = np.random.default_rng(1)
+    p = rng.uniform(size=400)
+    y = (rng.uniform(size=400) < p).astype(float)
+    lo, hi = choose_gate(p, y, 0.9)
+    ok_hi = [t for t in np.unique(p) if t >= 0.5 and y[p >= t].mean() >= 0.9]
+    ok_lo = [t for t in np.unique(p) if t < 0.5 and (1 - y[p <= t]).mean() >= 0.9]
+    # the scan keeps the widest threshold whose whole region holds the precision
+    assert hi == pytest.approx(min(ok_hi)) and lo == pytest.approx(max(ok_lo))
+    assert choose_gate(np.full(10, 0.6), np.zeros(10), 0.99) == (0.0, 1.0)  # nothing precise: nothing gated
+
+
+# ------------------------------------------------------------------------------------------- bad input
+def test_bad_input_keeps_its_errors():
+    j = L.LearnedJudge()
+    with pytest.raises(EmptyGoldError):
+        j.grade("Paris", [])
+    with pytest.raises(CoverError):
+        j.grade(42, GOLD)  # type: ignore[arg-type]
+    with pytest.raises(CoverError):
+        j.agree("Paris", "x" * 2_000_001)
+    assert j.grade("?!", GOLD) is False and j.model_calls == 0  # no letter or digit: never correct, no model
+    assert j.agree("", "") is True and j.agree("", "Paris") is False and j.model_calls == 0
+
+
+def test_missing_model_names_the_install_command(tmp_path, monkeypatch):
+    """A machine without the judge's model: an empty model cache and its pip packages absent (as on a fresh
+    machine before `semcal-eval models install`; the check reads installed distributions, so it is made false)."""
+    from semcal_eval import models
+
+    monkeypatch.setenv("SEMCAL_MODEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(models, "packages_present", lambda entry: False)
+    j = L.LearnedJudge(batch_size=2)
+    with pytest.raises(YesNoLoadError, match="models install qwen2.5-coder-0.5b"):
+        # an answer the lexical stage cannot settle needs the model, which is not in this empty cache
+        for a in ("I believe it might be Paris or Lyon", "Paname", "The city of light"):
+            j.grade(a, GOLD, Q)
+
+
+# ------------------------------------------------------------------------------------------- with the model
+@pytest.mark.slow
+def test_each_item_and_pair_is_judged_once_and_agreement_is_symmetric(learned_judge):
+    j = learned_judge
+    items = [("The city of light", GOLD, Q), ("Paname", GOLD, Q), ("The city of light", GOLD, Q)]
+    n0 = j.model_calls
+    p = j.grade_probs(items)
+    n1 = j.model_calls
+    assert p[0] == p[2] and n1 - n0 <= 2
+    assert j.grade_probs(items) == p and j.model_calls == n1  # cached
+    pairs = [("Paris", "The capital is Paris"), ("The capital is Paris", "Paris"), ("Paris", "Lyon")]
+    a = j.agree_probs(Q, pairs)
+    assert a[0] == a[1]
+    assert j.model_calls - n1 <= 4  # two distinct pairs, two orders each at most
+
+
+@pytest.mark.slow
+def test_batched_scores_do_not_depend_on_their_neighbours(learned_judge):
+    lm = learned_judge.lm
+    m = [L.grade_messages("Paris", GOLD, Q), L.grade_messages("I think it is Lyon, a city in France " * 5, GOLD, Q)]
+    alone = lm.logodds(m[:1])[0]
+    batched = lm.logodds(m)[0]
+    assert batched == pytest.approx(alone, abs=2e-3)
+
+
+@pytest.mark.slow
+def test_no_attack_is_graded_correct(learned_judge):
+    """Every attack of research/answer_grammar.MODEL_JUDGE_ATTACKS on the wrong answer "Lyon" stays wrong (the
+    full table over ten question/gold pairs, with cover beside it: benchmarks/adversary_learned.py)."""
+    from research.answer_grammar import MODEL_JUDGE_ATTACKS
+
+    got = {k: learned_judge.grade(f("Lyon", "Paris", Q), GOLD, Q) for k, f in MODEL_JUDGE_ATTACKS.items()}
+    assert not any(got.values()), {k: v for k, v in got.items() if v}
+
+
+@pytest.mark.slow
+def test_correct_answers_people_accept_pass(learned_judge):
+    for a in ("Paris", "The capital of France is Paris.", "It's Paris, on the Seine.", "PARIS"):
+        assert learned_judge.grade(a, GOLD, Q), a
+
+
+@pytest.mark.slow
+def test_padding_a_wrong_answer_does_not_pay_in_csr(learned_judge):
+    """The bar of issue 51: under cover's J a group's wrong answers padded with junk words scatter and earn more
+    r_cal (all-wrong −0.691 honest vs −0.099 padded). Under the learned J, padding must not pay."""
+    from trainers.config import RewardSettings
+    from trainers.rewards.csr import calibration_scores
+
+    junk = ["blue house", "seven quick", "green tree", "old river", "red car", "tall door", "cold stone", "soft hat"]
+    settings = RewardSettings()
+
+    def r_cal(answers, correct):
+        A = np.eye(len(answers))
+        pairs = [(i, k) for i in range(len(answers)) for k in range(i + 1, len(answers))]
+        for (i, k), v in zip(pairs, learned_judge.equivalent(Q, [(answers[i], answers[k]) for i, k in pairs])):
+            A[i, k] = A[k, i] = float(v)
+        return float(np.mean(calibration_scores(A, correct, settings)[0]))
+
+    honest = ["London"] * 8
+    padded = [f"London {w}" for w in junk]
+    assert r_cal(padded, [0] * 8) <= r_cal(honest, [0] * 8) + 1e-9
+    mixed = ["Paris"] * 4 + ["London"] * 4
+    mixed_padded = ["Paris"] * 4 + [f"London {w}" for w in junk[:4]]
+    assert r_cal(mixed_padded, [1] * 4 + [0] * 4) <= r_cal(mixed, [1] * 4 + [0] * 4) + 1e-9
