@@ -854,7 +854,7 @@ def render_docs(R: dict) -> str:
       f"({lg['chars_per_completion']:.0f} characters). That is what the judge adds to one CPU training step at K = 8 "
       "(one grade per completion, one agree per pair of a group, pure Python on one core).\n")
     a("## Options\n")
-    a("A QA task's `correctness` metadata (`CORRECTNESS_RULES` in `semcal_eval/qa/grading.py`) and CSR's `judge:` "
+    a("A QA task's `correctness` metadata (`CORRECTNESS_RULES` in `semcal_eval/qa/labels.py`) and CSR's `judge:` "
       "choose another rule by name:\n")
     a("- `strict` (`grade_strict`, the default of task versions 2.x): the answer, less one content-free lead-in, "
       "equals a gold alias; sentence golds by ROUGE-L ≥ 0.5 without added list, hedge or negation words. Hardly ever "

@@ -233,7 +233,7 @@ def render(out: dict) -> str:
         res = out["results"]["grade"][scheme]
         lines += [f"### {title}", "", "| judge | NQ agreement [CI] | NQ kappa | TQ agreement [CI] | TQ kappa | "
                   "NQ FPR / FNR | TQ FPR / FNR | worst system (NQ, TQ) |", "|---|---|---|---|---|---|---|---|"]
-        for name in ("cover", "lm_alone", "lexical", "full_no_gate", "learned"):
+        for name in ("cover", "lm_alone", "lexical", "full_no_gate", "learned_no_veto", "learned"):
             r = res[name]
             nq, tq = r["NQ"], r["TQ"]
             worst = {ds: min(r["by_system"].items(), key=lambda kv: kv[1][ds]) for ds in ("NQ", "TQ")}
@@ -247,7 +247,10 @@ def render(out: dict) -> str:
                       f"[{d['TQ'][0]:+.3f}, {d['TQ'][1]:+.3f}]; answers the model never saw (gated): "
                       f"{res['learned']['share_model_skipped']:.2f}.", "",
                   "What each feature pays (agreement of the full stage less the feature's, pooled): " + ", ".join(
-                      f"{f} {v:+.4f}" for f, v in res["ablation_agreement_drop"].items()), ""]
+                      f"{f} {v:+.4f}" for f, v in res["ablation_agreement_drop"].items()), "",
+                  "What each veto pays (agreement with it less without it, pooled; answers it applies to): "
+                  + ", ".join(f"{v} {g:+.4f} ({res['veto_counts'][v.removeprefix('veto ')]})"
+                              for v, g in res["veto_agreement_gain"].items()), ""]
     g = out["gate_report"]
     lines += ["## The gate", "", f"Lexical-stage probability outside ({g['gate'][0]:.3f}, {g['gate'][1]:.3f}) is "
               f"final: {g['share_gated']:.2f} of all EVOUNA answers, agreeing with people on "
@@ -263,6 +266,34 @@ def render(out: dict) -> str:
             lines.append(f"| {name} | {q['agreement']:.3f} / {q['kappa']:.3f} | {s_['agreement']:.3f} / "
                          f"{s_['kappa']:.3f} |")
     return "\n".join(lines) + "\n"
+
+
+def cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, precision, full_feats, ablation=True) -> dict:
+    """Out-of-fold predictions of every grading candidate under one cross-validation: the LM alone, the
+    lexical stage (fit on every EVOUNA answer outside the fold), the full stage (fit on the sample outside the
+    fold), the gated judge (the gate chosen inside the training part, by its own leave-one-system-out), and the
+    full stage less each feature."""
+    n = len(ys)
+    o = {k: np.full(n, np.nan) for k in ("p_lm", "p_lex", "p_full", "p_gated")}
+    o["used_model"], o["gates"] = np.zeros(n, bool), []
+    o["ablate"] = {f: np.full(n, np.nan) for f in full_feats} if ablation else {}
+    for (tr, te), (tr_all, _) in zip(cv, cv_all):
+        o["p_lm"][te] = stage_probs(fit_stage(lo[tr, None], ys[tr], (L.MODEL_FEATURE,)), lo[te, None])
+        lex_st = fit_stage(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL)
+        inner = crossfit(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL,
+                         folds(q_all[tr_all], [s for s, t in zip(sys_all, tr_all) if t], "system"))
+        g = choose_gate(inner, yall[tr_all], precision)
+        o["gates"].append(g)
+        o["p_lex"][te] = stage_probs(lex_st, Xs[te])
+        o["p_full"][te] = stage_probs(fit_stage(Xf[tr], ys[tr], full_feats), Xf[te])
+        in_gate = (o["p_lex"][te] > g[0]) & (o["p_lex"][te] < g[1])
+        o["used_model"][te] = in_gate
+        o["p_gated"][te] = np.where(in_gate, o["p_full"][te], o["p_lex"][te])
+        for k, f in enumerate(o["ablate"]):
+            cols = [c for c in range(len(full_feats)) if c != k]
+            st = fit_stage(Xf[tr][:, cols], ys[tr], tuple(full_feats[c] for c in cols))
+            o["ablate"][f][te] = stage_probs(st, Xf[te][:, cols])
+    return o
 
 
 def main(argv=None) -> int:
@@ -349,6 +380,15 @@ def main(argv=None) -> int:
     boot = ClusterBootstrap(srows, a.boot, SEED)
     results: dict = {"grade": {}, "agree": {}}
     cover = np.array([grade_cover(r.answer, list(r.golds), r.question) for r in srows])
+    # the model reads the same messages the log-odds were cached for: no EVOUNA answer holds a prompt escape
+    escaped = [r.answer for r in rows if L.PROMPT_ESCAPES.search(r.answer)]
+    if escaped:
+        raise SystemExit(f"fit_judge: {len(escaped)} EVOUNA answers hold a prompt escape (e.g. {escaped[0][:60]!r}): "
+                         "their cached log-odds were read on other messages; re-key the cache")
+    vetoes = np.array([L.grade_veto(r.answer, list(r.golds), r.question, dict(zip(L.GRADE_LEXICAL, Xs[i]))) or ""
+                       for i, r in enumerate(srows)])
+    defence = np.char.startswith(vetoes.astype(str), "defence:")
+    no_evidence = vetoes == "no_evidence"
     for scheme in ("question", "system"):
         cv = folds(np.array([f"{r.ds}:{r.qi}" for r in srows]), [(r.system,) for r in srows], scheme)
         # the lexical stage and the gate are fit on all EVOUNA rows outside the held-out fold
@@ -363,41 +403,27 @@ def main(argv=None) -> int:
             rest = f_all < 0
             f_all[rest] = rng2.integers(0, 5, size=int(rest.sum()))
             cv_all = [(f_all != k, f_all == k) for k in range(5)]
-        p_lm = np.full(len(ys), np.nan)
-        p_lex = np.full(len(ys), np.nan)
-        p_full = np.full(len(ys), np.nan)
-        p_gated = np.full(len(ys), np.nan)
-        ablate = {f: np.full(len(ys), np.nan) for f in full_feats}
-        gates = []
-        used_model = np.zeros(len(ys), bool)
-        for (tr, te), (tr_all, _) in zip(cv, cv_all):
-            lm_st = fit_stage(lo[tr, None], ys[tr], (L.MODEL_FEATURE,))
-            p_lm[te] = stage_probs(lm_st, lo[te, None])
-            lex_st = fit_stage(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL)
-            inner = crossfit(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL,
-                             folds(q_all[tr_all], [s for s, t in zip(sys_all, tr_all) if t], "system"))
-            g = choose_gate(inner, yall[tr_all], a.gate_precision)
-            gates.append(g)
-            full_st = fit_stage(Xf[tr], ys[tr], full_feats)
-            p_lex[te] = stage_probs(lex_st, Xs[te])
-            p_full[te] = stage_probs(full_st, Xf[te])
-            in_gate = (p_lex[te] > g[0]) & (p_lex[te] < g[1])
-            used_model[te] = in_gate
-            p_gated[te] = np.where(in_gate, p_full[te], p_lex[te])
-            for k, f in enumerate(full_feats):
-                cols = [c for c in range(len(full_feats)) if c != k]
-                st = fit_stage(Xf[tr][:, cols], ys[tr], tuple(full_feats[c] for c in cols))
-                ablate[f][te] = stage_probs(st, Xf[te][:, cols])
+        o = cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, a.gate_precision, full_feats)
+        p_lm, p_lex, p_full, p_gated, used_model, gates, ablate = (o[k] for k in (
+            "p_lm", "p_lex", "p_full", "p_gated", "used_model", "gates", "ablate"))
+        # what ships: a defence's veto makes the answer wrong; without lexical evidence the lexical stage decides
+        ship = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5, p_gated >= 0.5))
         cand = {"cover": cover, "lm_alone": p_lm >= 0.5, "lexical": p_lex >= 0.5, "full_no_gate": p_full >= 0.5,
-                "learned": p_gated >= 0.5}
+                "learned_no_veto": p_gated >= 0.5, "learned": ship}
         res = {name: summarise(pred, human, ds_arr, sys_arr, boot) for name, pred in cand.items()}
+        # what each veto costs in agreement with people (pooled; < 0: the veto loses agreement)
+        res["veto_agreement_gain"] = {
+            f"veto {v}": float(np.mean(ship == human) - np.mean(np.where(vetoes == v, p_gated >= 0.5, ship) == human))
+            for v in sorted(set(vetoes.tolist()) - {""})}
+        res["veto_counts"] = {v: int(np.sum(vetoes == v)) for v in sorted(set(vetoes.tolist()) - {""})}
+        used_model &= ~(defence | no_evidence)
         res["learned"]["share_model_skipped"] = float(1 - used_model.mean())
         res["learned"]["gates"] = gates
-        res["learned"]["diff_vs_cover_ci"] = {ds: boot.diff_ci(p_gated >= 0.5, cover, human, ds_arr == ds)
+        res["learned"]["diff_vs_cover_ci"] = {ds: boot.diff_ci(ship, cover, human, ds_arr == ds)
                                               for ds in ("NQ", "TQ")}
         if scheme == "system":
             words = np.array([len(r.answer.split()) for r in srows])
-            card = {"learned": card_entry(p_gated >= 0.5, human, words, sys_arr, boot),
+            card = {"learned": card_entry(ship, human, words, sys_arr, boot),
                     "cover": card_entry(cover, human, words, sys_arr, boot)}
         base = metrics(p_full >= 0.5, human)["agreement"]
         res["ablation_agreement_drop"] = {f: base - metrics(ablate[f] >= 0.5, human)["agreement"] for f in full_feats}

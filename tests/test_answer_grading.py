@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from semcal_eval.qa.agreement import score_question
-from semcal_eval.qa.grading import answer_core, correct_by, fold, grade, rouge_l_f1, same_answer
+from semcal_eval.qa.grading import answer_core, fold, grade, rouge_l_f1, same_answer
+from semcal_eval.qa.labels import correct_by
 from semcal_eval.qa.judges import get_judge
 from semcal_eval.qa.task import VerbalizedFilter
 from trainers import rewards as R

@@ -253,7 +253,9 @@ def test_score_question_record():
     for rule, want in (("f1", 1), ("strict", 0)):
         other = score_question(Q, "William Shakespeare", docs, ["Shakespeare", "The Bard"], F1Judge(), correctness=rule)
         assert other["correct"] == want
-        assert {k: v for k, v in other.items() if k != "correct"} == {k: v for k, v in rec.items() if k != "correct"}
+        assert other["grader"] == rule  # the record names the rule that made its label
+        assert ({k: v for k, v in other.items() if k not in ("correct", "grader")}
+                == {k: v for k, v in rec.items() if k not in ("correct", "grader")})
     # a dressed gold alias is correct under the strict rule: case, punctuation, a lead-in
     bard = score_question(Q, "The answer is: the Bard!", ["x", "y"], ["Shakespeare", "The Bard"], F1Judge())
     assert bard["correct"] == 1 and bard["em"] == 0
@@ -311,15 +313,19 @@ def _qa_imports(module: str) -> set[str]:
 
 
 def test_qa_modules_depend_downward_only():
-    """answers <- cover <- grading <- judges; agreement on answers and grading; verbalized on answers; task on
-    top; nothing imports task or forms a cycle."""
+    """answers <- cover <- grading <- judges <- learned (named by path in judges' registry) <- labels (a
+    record's label); agreement on answers and labels; verbalized on answers; task on top; nothing imports task or
+    forms a cycle."""
     assert _qa_imports("answers") == set()
     assert _qa_imports("prompts") == set()
     assert _qa_imports("cover") == {"answers"}
     assert _qa_imports("grading") == {"answers", "cover"}
-    assert _qa_imports("judges") == {"answers", "grading"}
+    assert _qa_imports("labels") == {"answers", "grading", "judges"}
+    assert _qa_imports("learned") == {"answers", "cover", "grading", "judges", "yesno"}
+    assert _qa_imports("judges") == {"answers", "grading", "yesno"}
+    assert _qa_imports("yesno") == set()
     assert _qa_imports("verbalized") == {"answers"}
-    assert _qa_imports("agreement") == {"answers", "grading"}
+    assert _qa_imports("agreement") == {"answers", "labels"}
     assert _qa_imports("estimators") == {"answers"}
     assert _qa_imports("ptrue") == set()
     assert "task" not in _qa_imports("__init__")

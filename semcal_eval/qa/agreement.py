@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .answers import best_f1, check_golds, exact_match
-from .grading import DEFAULT_CORRECTNESS, grade_record
+from .labels import DEFAULT_CORRECTNESS, grade_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .judges import Judge
@@ -258,7 +258,7 @@ def score_question(
     clusters, NumSets and semantic entropy do not depend on the greedy answer; the greedy answer is then
     placed in the oldest sample cluster whose representative it is equivalent to (else a cluster of its own,
     confidence 0). Either way ``cluster_ids`` are the samples' ids. Correctness is
-    :func:`semcal_eval.qa.grading.correct_by` under ``correctness`` (default ``cover``: the grader the training
+    :func:`semcal_eval.qa.labels.correct_by` under ``correctness`` (default ``cover``: the grader the training
     rewards use; ``f1``: best token-F1 ≥ ``threshold``; ``judge``: the judge's equivalence with a gold alias). Returns a JSON-serialisable dict with ``conf`` (primary confidence: cluster
     share) and ``correct`` plus ``em``, ``f1``, ``greedy``, ``samples``, ``cluster_ids``,
     ``greedy_cluster``, ``n_clusters``, ``semantic_entropy``, ``conf_entropy``, ``conf_likelihood`` (the

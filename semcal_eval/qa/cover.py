@@ -670,17 +670,19 @@ DEFENCES = ("negation", "neighbour", "alternative", "list")
 
 
 def claims_alone(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
-                 alone: bool = True, others: frozenset[str] = frozenset()) -> bool:
+                 alone: bool = True, others: frozenset[str] = frozenset(),
+                 defences: Sequence[str] | None = None) -> bool:
     """No negation of the match at answer tokens ``lo..hi``, and (``alone``) no rival candidate beside it, no
-    hedge or alternative near it, no rival item in its list (:data:`DEFENCES`). ``others``: the other golds'
-    words, which name no rival."""
-    if "negation" in DEFENCES and _negated(toks, lo, hi):
+    hedge or alternative near it, no rival item in its list (``defences``, default :data:`DEFENCES`). ``others``:
+    the other golds' words, which name no rival."""
+    on = DEFENCES if defences is None else defences
+    if "negation" in on and _negated(toks, lo, hi):
         return False
     if not alone:
         return True
-    return not (("neighbour" in DEFENCES and _neighbour_rival(toks, lo, hi, gold, question_words, others))
-                or ("alternative" in DEFENCES and _alternative(toks, lo, hi, gold, question_words, others))
-                or ("list" in DEFENCES and _list_rival(toks, lo, hi, gold, question_words, others)))
+    return not (("neighbour" in on and _neighbour_rival(toks, lo, hi, gold, question_words, others))
+                or ("alternative" in on and _alternative(toks, lo, hi, gold, question_words, others))
+                or ("list" in on and _list_rival(toks, lo, hi, gold, question_words, others)))
 
 
 def _conflict(toks: Sequence[Token], got: dict[int, int], gold: _Gold, question_words: Sequence[str]) -> bool:
@@ -741,10 +743,11 @@ def _glued_match(t: Token, e: str) -> bool:
 
 
 def covers(answer_tokens: Sequence[Token], gold: str, question_words: Sequence[str], alone: bool = True,
-           others: frozenset[str] = frozenset()) -> bool:
+           others: frozenset[str] = frozenset(), defences: Sequence[str] | None = None) -> bool:
     """Does the answer (read by :func:`tokens`) cover ``gold`` without negating it, and (``alone``, the grader's
     reading) claim nothing beside it (module docstring)? ``alone=False`` is the agreement's reading: an answer
-    padded, hedged or listed beside others still makes the claim it covers."""
+    padded, hedged or listed beside others still makes the claim it covers. ``defences``: the checks applied
+    (default :data:`DEFENCES`; :func:`semcal_eval.qa.grading.cover_refusal` asks which one refused)."""
     g = _read_gold(gold, question_words, alone)
     if g is None:
         return False
@@ -773,7 +776,7 @@ def covers(answer_tokens: Sequence[Token], gold: str, question_words: Sequence[s
         # a date gold answered with its year (and month): people accept the less precise date
         date = _date(g.words)
         at = _covers_date(answer_tokens, date) if date else None
-        return at is not None and claims_alone(answer_tokens, at, at, g, question_words, alone, others)
+        return at is not None and claims_alone(answer_tokens, at, at, g, question_words, alone, others, defences)
     share = len(got) / len(ev)
     if g.sentence:
         if share < THETA_SENTENCE:
@@ -781,4 +784,5 @@ def covers(answer_tokens: Sequence[Token], gold: str, question_words: Sequence[s
     elif share < 1:
         if g.listy or share < THETA or last not in got or _conflict(answer_tokens, got, g, question_words):
             return False
-    return claims_alone(answer_tokens, min(got.values()), max(got.values()), g, question_words, alone, others)
+    return claims_alone(answer_tokens, min(got.values()), max(got.values()), g, question_words, alone, others,
+                        defences)

@@ -16,7 +16,8 @@
 Measured against people on EVOUNA (24,133 human-judged answers to NQ-Open and TriviaQA) and against a grammar of
 answer transformations: docs/JUDGE.md, benchmarks/bench_judge_humans.py, tests/test_judge_adversaries.py.
 
-**Options under their own names** (a QA task's ``correctness`` metadata, :data:`CORRECTNESS_RULES`):
+**Options under their own names** (a QA task's ``correctness`` metadata,
+:data:`semcal_eval.qa.labels.CORRECTNESS_RULES`):
 ``strict`` (:func:`grade_strict`, the default of task versions 2.x: the answer, less one content-free lead-in,
 equals a gold alias; sentence golds by ROUGE-L; exact, so wrong about most correct long answers), ``f1``
 (token-F1 ≥ ½) and ``judge`` (the task's clustering judge against each alias); CSR's ``judge: strict``.
@@ -30,27 +31,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from .cover import ALTERNATIVES, SENTENCE_MIN_TOKENS, STOP_WORDS, check_text, clean, content, covers, tokens
+from .cover import ALTERNATIVES, DEFENCES, SENTENCE_MIN_TOKENS, STOP_WORDS, check_text, clean, content, covers, tokens
 from .answers import best_f1, check_golds, fold, normalize_answer, rouge_l_f1
 
 __all__ = [
     "LEAD_INS",
     "SENTENCE_MIN_TOKENS",
     "SENTENCE_THRESHOLD",
-    "CORRECTNESS_RULES",
-    "DEFAULT_CORRECTNESS",
     "agree",
     "answer_core",
-    "correct_by",
     "fold",
     "golds_for_grading",
     "grade",
     "grade_cover",
-    "grade_learned",
-    "grade_record",
-    "learned_judge",
     "grade_strict",
-    "grade_many",
     "rouge_l_f1",
     "same_answer",
 ]
@@ -163,17 +157,46 @@ def grade_cover(answer: str, golds: str | Iterable[str], question: str = "") -> 
     >>> grade_cover("Michelle Obama", ["Barack Obama"])
     False
     """
+    toks, golds, qwords, others = _cover_reading(answer, golds, question)
+    return bool(toks) and any(covers(toks, g, qwords, others=others) for g in golds)
+
+
+def _cover_reading(answer, golds, question):
+    """(answer tokens, or () when the answer has no word; golds with their opening names; question words; the
+    golds' words), as :func:`grade_cover` reads them."""
     golds = golds_for_grading(golds)
     toks = tokens(check_text(answer, "answer"))
     if not any(t.kind != "sep" for t in toks):
-        return False
+        toks = ()
     qwords = _question_words(question)
     # a long gold's opening name is an alias of its own: "Secretariat" for "Secretariat, who in 1973 became …"
     golds = golds + [h for h in (_head(g, qwords) for g in golds) if h and h not in golds]
     # the other golds' words are no rival: naming two accepted answers of a set question ("who signed …") or
     # two aliases of one answer claims nothing wrong
     others = frozenset(w for g in golds for w in content(g) if w not in STOP_WORDS)
-    return any(covers(toks, g, qwords, others=others) for g in golds)
+    return toks, golds, qwords, others
+
+
+def cover_refusal(answer: str, golds: str | Iterable[str], question: str = "") -> str | None:
+    """Which of cover's defences (:data:`semcal_eval.qa.cover.DEFENCES`) refused a gold the answer covers: the
+    first defence whose removal alone lets some gold be covered, "several" when only removing all does, None
+    when cover accepts the answer or covers no gold even with every defence off.
+
+    >>> cover_refusal("Some say Paris, but it is Lyon", ["Paris"]), cover_refusal("not Paris", ["Paris"])
+    ('neighbour', 'several')
+    >>> cover_refusal("Paris", ["Paris"]), cover_refusal("Lyon", ["Paris"])
+    (None, None)
+    """
+    toks, golds, qwords, others = _cover_reading(answer, golds, question)
+    if not toks or any(covers(toks, g, qwords, others=others) for g in golds):
+        return None
+    for d in DEFENCES:
+        rest = tuple(x for x in DEFENCES if x != d)
+        if any(covers(toks, g, qwords, others=others, defences=rest) for g in golds):
+            return d
+    if any(covers(toks, g, qwords, others=others, defences=()) for g in golds):
+        return "several"
+    return None
 
 
 def _question_words(question: str | None) -> list[str]:
@@ -226,31 +249,6 @@ def grade_strict(answer: str, golds: str | Iterable[str], question: str = "") ->
 grade = grade_cover
 
 
-def learned_judge():
-    """The shared :class:`semcal_eval.qa.learned.LearnedJudge` with the shipped weights (built once; its model is
-    loaded on the first answer that is not lexically decisive)."""
-    from .judges import get_judge
-
-    return get_judge("learned")
-
-
-def grade_learned(answer: str, golds: str | Iterable[str], question: str = "") -> bool:
-    """Is ``answer`` correct under the ``learned`` judge (:mod:`semcal_eval.qa.learned`)? P(correct) ≥ ½, with
-    P from cover's evidence and, where that is not decisive, a catalogue LM's yes/no log-odds."""
-    return learned_judge().grade(answer, golds_for_grading(golds), question)
-
-
-def grade_many(answers: Sequence[str], golds: Sequence[Sequence[str] | str], questions: Sequence[str] | None = None
-               ) -> list[float]:
-    """:func:`grade` of each answer against its own golds, as 0.0/1.0 (the rewards' form); under the learned
-    judge in one batch (its model runs once over every answer that the lexical stage cannot settle)."""
-    qs = questions if questions is not None else [""] * len(answers)
-    if grade is grade_learned:
-        items = [(a, golds_for_grading(g), q or "") for a, g, q in zip(answers, golds, qs, strict=True)]
-        return [float(p >= 0.5) for p in learned_judge().grade_probs(items)]
-    return [float(grade(a, g, q)) for a, g, q in zip(answers, golds, qs, strict=True)]
-
-
 def same_answer(a: str, b: str) -> bool:
     """Agreement of two answers: equal non-empty cores (folded, normalised, lead-in removed); an empty answer
     states nothing and agrees with nothing. An equivalence relation on non-empty answers.
@@ -260,51 +258,3 @@ def same_answer(a: str, b: str) -> bool:
     """
     ca, cb = answer_core(a or ""), answer_core(b or "")
     return bool(ca) and ca == cb
-
-
-#: The QA tasks' ``correctness`` settings: ``cover`` (default, :func:`grade`, the rewards' grader, measured
-#: against people: docs/JUDGE.md), ``learned`` (:func:`grade_learned`: cover's evidence and a catalogue LM's
-#: yes/no log-odds weighed on people's verdicts, :mod:`semcal_eval.qa.learned`), ``strict`` (:func:`grade_strict`, the default of task versions 2.x), ``f1`` (best token-F1 ≥ threshold, the
-#: SQuAD/semantic-uncertainty convention; listing pays under it), ``judge`` (the filter's equivalence judge
-#: against each gold alias).
-CORRECTNESS_RULES = ("cover", "learned", "strict", "f1", "judge")
-DEFAULT_CORRECTNESS = "cover"
-
-
-def correct_by(rule: str, answer: str, golds: Sequence[str], question: str = "", threshold: float = 0.5,
-               judge=None) -> int:
-    """Correctness of one answer under a QA task's ``correctness`` rule (:data:`CORRECTNESS_RULES`), as 0/1.
-    Every QA filter calls this, so the rule is written once.
-
-    >>> correct_by("cover", "Paris, Lyon", ["Paris"]), correct_by("f1", "Paris, Lyon", ["Paris"])
-    (0, 1)
-    """
-    if rule == "cover":
-        return int(grade_cover(answer, golds, question))
-    if rule == "learned":
-        return int(grade_learned(answer, golds, question))
-    if rule == "strict":
-        return int(grade_strict(answer, golds, question))
-    if rule == "f1":
-        return int(best_f1(answer, golds) >= threshold)
-    if rule == "judge":
-        if judge is None:
-            raise ValueError("correctness 'judge' needs the filter's judge")
-        return int(bool(answer.strip()) and any(judge.equivalent(question, [(answer, g) for g in golds])))
-    raise ValueError(f"correctness must be one of {', '.join(CORRECTNESS_RULES)}, got {rule!r}")
-
-
-def grade_record(rule: str, answer: str, golds: Sequence[str], question: str = "", threshold: float = 0.5,
-                 judge=None) -> dict:
-    """What a per-document record carries about its label: ``correct`` (0/1, :func:`correct_by`), ``grader`` (the
-    rule, and for ``learned`` the judge's version) and, for ``learned``, ``correct_p`` (its P(correct)), so every
-    number can be recomputed, or re-thresholded, from the records.
-
-    >>> grade_record("cover", "Paris", ["Paris"])
-    {'correct': 1, 'grader': 'cover'}
-    """
-    if rule != "learned":
-        return {"correct": correct_by(rule, answer, golds, question, threshold, judge), "grader": rule}
-    j = learned_judge()
-    p = j.grade_probs([(answer, golds_for_grading(golds), question)])[0]
-    return {"correct": int(p >= 0.5), "grader": j.version, "correct_p": round(float(p), 6)}

@@ -398,17 +398,24 @@ class LLMJudge(Judge):
 # Factory
 # ----------------------------------------------------------------------------------------------------------
 
-def _learned(**kwargs: Any) -> Judge:
-    """The learned judge (:mod:`semcal_eval.qa.learned`: cover's evidence and a catalogue LM's yes/no log-odds
-    weighed on people's verdicts), imported on first use."""
-    from .learned import LearnedJudge
+def _by_path(path: str) -> Any:
+    """A judge class named "module:Class", imported on first use: a judge built on this module (the learned
+    judge subclasses :class:`Judge`) is registered here without an import cycle."""
 
-    return LearnedJudge(**kwargs)
+    def build(**kwargs: Any) -> Judge:
+        import importlib
+
+        module, cls = path.split(":")
+        return getattr(importlib.import_module(module), cls)(**kwargs)
+
+    build.__doc__ = f"{path}, imported on first use"
+    return build
 
 
 JUDGES: dict[str, Any] = {
     "cover": CoverJudge,
-    "learned": _learned,
+    # cover's evidence and a catalogue LM's yes/no log-odds weighed on people's verdicts
+    "learned": _by_path("semcal_eval.qa.learned:LearnedJudge"),
     "em": ExactMatchJudge,
     "strict": StrictJudge,
     "f1": F1Judge,

@@ -18,6 +18,7 @@ Writes ``regrade.md`` and ``regrade.json`` beside the results file and prints th
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 from pathlib import Path
@@ -29,8 +30,10 @@ from .stock import golds_of
 
 __all__ = ["RegradeError", "regrade_run", "main"]
 
-#: lm-eval's own per-document metrics a QA task may log (the ones copied beside the judges' verdicts)
-LM_EVAL_METRICS = ("exact_match", "em", "f1", "acc", "bleu", "rouge1", "rougeL")
+def _task_metrics(config: dict) -> list[str]:
+    """The metrics the task's own config names (its ``metric_list``): lm-eval logs each per document."""
+    return [m["metric"] for m in config.get("metric_list") or [] if isinstance(m, dict)
+            and isinstance(m.get("metric"), str)]
 
 
 class RegradeError(ValueError):
@@ -48,6 +51,23 @@ def _question(doc: dict, field: str | None, task: str) -> str:
     raise RegradeError(f"{task}: documents have no 'question' field; name the question column with --question-field")
 
 
+def _golds(row: dict, config: dict) -> list[str]:
+    """The document's gold aliases: the doc field its ``doc_to_target`` names (a list stays a list), else the
+    logged ``target``, which lm-eval writes as text (a list as its Python repr, read back with literal_eval)."""
+    field, doc = config.get("doc_to_target"), row.get("doc")
+    if isinstance(field, str) and isinstance(doc, dict) and field in doc:
+        return golds_of(doc[field])
+    target = row.get("target")
+    if isinstance(target, str) and target.strip().startswith("["):
+        try:
+            value = ast.literal_eval(target.strip())
+        except (ValueError, SyntaxError):
+            value = target
+        if isinstance(value, list):
+            return golds_of(value)
+    return golds_of(target)
+
+
 def _answer(row: dict) -> str:
     r = row.get("filtered_resps")
     while isinstance(r, list) and r:
@@ -57,7 +77,8 @@ def _answer(row: dict) -> str:
 
 def regrade_run(run: str | Path, question_field: str | None = None, graders=("learned", "cover")) -> dict:
     """Regrade every ``generate_until`` task of one run (module docstring); returns the summary dict."""
-    from .grading import golds_for_grading, grade_cover, learned_judge
+    from .grading import golds_for_grading, grade_cover
+    from .labels import learned_judge
     from .judge_card import CardError, card_lines, corrected_accuracy
 
     results_path = find_results(run)
@@ -75,15 +96,16 @@ def regrade_run(run: str | Path, question_field: str | None = None, graders=("le
             raise RegradeError(f"{sp.name} is missing next to {results_path.name}: regrading reads the logged "
                                "answers, so rerun lm-eval with --log_samples")
         rows = [r for r in iter_samples(sp)]
+        lm_metrics = _task_metrics(configs[task])
         docs = []
         for r in rows:
-            golds = golds_of(r.get("target"))
+            golds = _golds(r, configs[task])
             if not golds:
-                raise RegradeError(f"{sp.name}:{r['_line']}: document {r.get('doc_id')} has no gold answer in "
-                                   "'target'; regrade needs the task's doc_to_target to give the gold aliases")
+                raise RegradeError(f"{sp.name}:{r['_line']}: document {r.get('doc_id')} has no gold answer in its "
+                                   "doc_to_target field or 'target'; regrade needs the gold aliases there")
             docs.append({"doc_id": r.get("doc_id"), "question": _question(r.get("doc"), question_field, task),
                          "answer": _answer(r), "golds": golds_for_grading(golds),
-                         **{m: r[m] for m in LM_EVAL_METRICS if isinstance(r.get(m), (int, float))}})
+                         **{m: r[m] for m in lm_metrics if isinstance(r.get(m), (int, float))}})
         if "learned" in graders:
             lj = learned_judge()
             probs = lj.grade_probs([(d["answer"], d["golds"], d["question"]) for d in docs])
@@ -94,7 +116,7 @@ def regrade_run(run: str | Path, question_field: str | None = None, graders=("le
                 d["cover"] = int(grade_cover(d["answer"], d["golds"], d["question"]))
         n = len(docs)
         row = {"n": n}
-        for m in LM_EVAL_METRICS:
+        for m in lm_metrics:
             vals = [d[m] for d in docs if m in d]
             if vals:
                 row[f"lm_eval_{m}"] = sum(vals) / len(vals)

@@ -19,7 +19,7 @@ from typing import Any
 from semcal_eval.core.recalibration import POSTHOC_METHODS
 
 from . import estimators as EST
-from .grading import CORRECTNESS_RULES, DEFAULT_CORRECTNESS
+from .labels import CORRECTNESS_RULES, DEFAULT_CORRECTNESS
 from .judges import JUDGES
 from .ptrue import PTRUE_STYLES
 

@@ -35,7 +35,7 @@ from semcal_eval.harness.lm_eval_compat import metric_names
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
-from .grading import DEFAULT_CORRECTNESS, grade_record
+from .labels import DEFAULT_CORRECTNESS, grade_record
 from .judges import get_judge
 from .prompts import qa_doc_to_text
 from .settings import RECORD_FIELDS, QASettings
@@ -298,7 +298,7 @@ class EstimatorFilter(JudgeFilter):
 
 class VerbalizedFilter(Filter):
     """Parse the answer and the stated confidence of each greedy generation
-    (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct by :func:`semcal_eval.qa.grading.correct_by`
+    (:func:`~semcal_eval.qa.verbalized.parse_verbalized`); correct by :func:`semcal_eval.qa.labels.correct_by`
     under ``correctness`` (default ``strict``, the grader of the training rewards; ``judge`` is read as ``strict``
     here, a stated-confidence row has no clustering judge).
 

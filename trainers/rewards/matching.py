@@ -16,7 +16,7 @@ import numpy as np
 
 from semcal_eval import qa
 from semcal_eval.qa.answers import usable_golds
-from semcal_eval.qa.grading import grade_many
+from semcal_eval.qa.labels import grade_many
 
 __all__ = ["completion_text", "extract_answer", "gold_list", "dataset_column", "correctness", "correctness_reward"]
 
