@@ -56,12 +56,17 @@ CLIP = L.LOGODDS_CLIP
 
 
 # ------------------------------------------------------------------------------------------------ fitting
+#: sklearn's class_weight for every stage (``--balanced`` sets "balanced": people's base rate on EVOUNA, 76 %
+#: correct, is then not learned as a prior that a weaker system's answers do not share)
+CLASS_WEIGHT = None
+
+
 def fit_stage(X: np.ndarray, y: np.ndarray, features: tuple[str, ...], C: float = 1.0) -> L.Stage:
     """A logistic regression on standardised features (sklearn, L2 with strength 1/C), as a judge Stage."""
     mean = X.mean(0)
     scale = X.std(0)
     scale = np.where(scale > 1e-9, scale, 1.0)
-    lr = LogisticRegression(C=C, max_iter=2000).fit((X - mean) / scale, y)
+    lr = LogisticRegression(C=C, max_iter=2000, class_weight=CLASS_WEIGHT).fit((X - mean) / scale, y)
     return L.Stage(tuple(features), tuple(map(float, mean)), tuple(map(float, scale)),
                    tuple(map(float, lr.coef_[0])), float(lr.intercept_[0]))
 
@@ -226,7 +231,9 @@ def render(out: dict) -> str:
     lines = [f"# The learned judge, fit on EVOUNA ({out['model']})", "",
              f"Seed {out['seed']}; {out['questions_per_dataset']} sampled questions per dataset "
              f"({out['n_sample_answers']} judged answers) for the model's features; the lexical stage and the gate "
-             f"on all {out['gate_report']['n']} answers. Command: `PYTHONPATH=. python benchmarks/fit_judge.py` "
+             f"on all {out['gate_report']['n']} answers. Command: `PYTHONPATH=. python benchmarks/fit_judge.py "
+             f"--questions {out['questions_per_dataset']} --pair-questions {out['pair_questions']}"
+             f"{' --balanced' if out.get('class_weight') else ''}` "
              f"({out['wall_s'] / 60:.0f} min, load {out['load'][0]:.1f}).", "",
              "## Grading form: agreement / kappa with people, out of fold", ""]
     for scheme, title in (("system", "leave one answering system out"), ("question", "5 folds by question")):
@@ -309,7 +316,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks/results/judge_humans")
     ap.add_argument("--weights-dir", type=Path, default=L.WEIGHTS_DIR)
     ap.add_argument("--render", type=Path, default=None, help="only write the report of this results JSON")
+    ap.add_argument("--balanced", action="store_true", help="fit every stage with class_weight='balanced'")
     a = ap.parse_args(argv)
+    global CLASS_WEIGHT
+    CLASS_WEIGHT = "balanced" if a.balanced else None
     if a.render:
         a.render.with_suffix(".md").write_text(render(json.loads(a.render.read_text())))
         return 0
@@ -481,7 +491,7 @@ def main(argv=None) -> int:
         "scheme": "leave one answering system out (EVOUNA: fid, gpt35, chatgpt, gpt4, newbing), out-of-fold",
         "n": len(idx), "graders": {grade_w.version: card["learned"], "cover": card["cover"]}},
         indent=1, default=float) + "\n")
-    out = {"seed": SEED, "model": a.model, "questions_per_dataset": a.questions, "pair_questions": a.pair_questions,
+    out = {"seed": SEED, "model": a.model, "class_weight": CLASS_WEIGHT, "questions_per_dataset": a.questions, "pair_questions": a.pair_questions,
            "n_sample_answers": len(idx), "data": info, "gate_report": gate_report, "lm_seconds_this_run": lm_s,
            "results": results, "wall_s": time.perf_counter() - t_start,
            "load": os.getloadavg()}
