@@ -14,8 +14,9 @@ gpt35, chatgpt, gpt4, newbing) to NQ-Open and TriviaQA questions, each judged by
 Two cross-validations, each out-of-fold prediction made by a model that never saw the row's fold:
 ``question`` (5 folds by question) and ``system`` (leave one answering system out: a judge fit on four systems
 grades the fifth; a pair is held out when either answer is the held-out system's). Candidates: cover, the LM alone
-(a fitted threshold), the lexical stage, the full stage with no gate, the gated judge that ships, and the full
-stage less each feature (what a feature pays). CIs: 95 % cluster bootstrap over questions (bench_judge_humans).
+(a fitted threshold), the lexical stage, the full stage with no gate, the gated judge without and with the
+vetoes (:func:`semcal_eval.qa.learned.grade_veto`; with them is what ships), what each veto and each feature
+pays in agreement. ``--balanced`` fits every stage with class_weight="balanced". CIs: 95 % cluster bootstrap over questions (bench_judge_humans).
 
 The gate: on the lexical stage's out-of-fold probabilities over every EVOUNA answer (leave-one-system-out), the
 widest (lo, hi) whose gated verdicts agree with people at ≥ ``--gate-precision`` (0.99) on each side.
