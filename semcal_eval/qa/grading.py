@@ -188,15 +188,15 @@ def cover_refusal(answer: str, golds: str | Iterable[str], question: str = "") -
     (None, None)
     """
     toks, golds, qwords, others = _cover_reading(answer, golds, question)
-    if not toks or any(covers(toks, g, qwords, others=others) for g in golds):
+
+    def covered(defences):
+        return any(covers(toks, g, qwords, others=others, defences=defences) for g in golds)
+
+    # each defence only refuses, so an answer covering no gold with all of them off covers none with any on:
+    # one reading settles most wrong answers
+    if not toks or not covered(()) or covered(DEFENCES):
         return None
-    for d in DEFENCES:
-        rest = tuple(x for x in DEFENCES if x != d)
-        if any(covers(toks, g, qwords, others=others, defences=rest) for g in golds):
-            return d
-    if any(covers(toks, g, qwords, others=others, defences=()) for g in golds):
-        return "several"
-    return None
+    return next((d for d in DEFENCES if covered(tuple(x for x in DEFENCES if x != d))), "several")
 
 
 def _question_words(question: str | None) -> list[str]:
