@@ -239,9 +239,12 @@ def render(out: dict) -> str:
              "## Grading form: agreement / kappa with people, out of fold", ""]
     for scheme, title in (("system", "leave one answering system out"), ("question", "5 folds by question")):
         res = out["results"]["grade"][scheme]
-        lines += [f"### {title}", "", "| judge | NQ agreement [CI] | NQ kappa | TQ agreement [CI] | TQ kappa | "
+        lines += [f"### {title}", "", f"The model's feature: `{res.get('model_feature', L.MODEL_FEATURE)}`; a name in "
+                  "brackets is the same judge (gate, vetoes) with another model feature.", "", "| judge | NQ agreement [CI] | NQ kappa | TQ agreement [CI] | TQ kappa | "
                   "NQ FPR / FNR | TQ FPR / FNR | worst system (NQ, TQ) |", "|---|---|---|---|---|---|---|---|"]
-        for name in ("cover", "lm_alone", "lexical", "full_no_gate", "learned_no_veto", "learned"):
+        names = ["cover", "lm_alone", "lexical", "full_no_gate", "learned_no_veto", "learned"]
+        names += sorted(k for k in res if "[" in k)
+        for name in names:
             r = res[name]
             nq, tq = r["NQ"], r["TQ"]
             worst = {ds: min(r["by_system"].items(), key=lambda kv: kv[1][ds]) for ds in ("NQ", "TQ")}
@@ -276,7 +279,8 @@ def render(out: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, precision, full_feats, ablation=True) -> dict:
+def cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, precision, full_feats, ablation=True,
+             model_feats: tuple[str, ...] = (L.MODEL_FEATURE,)) -> dict:
     """Out-of-fold predictions of every grading candidate under one cross-validation: the LM alone, the
     lexical stage (fit on every EVOUNA answer outside the fold), the full stage (fit on the sample outside the
     fold), the gated judge (the gate chosen inside the training part, by its own leave-one-system-out), and the
@@ -286,7 +290,7 @@ def cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, precision, 
     o["used_model"], o["gates"] = np.zeros(n, bool), []
     o["ablate"] = {f: np.full(n, np.nan) for f in full_feats} if ablation else {}
     for (tr, te), (tr_all, _) in zip(cv, cv_all):
-        o["p_lm"][te] = stage_probs(fit_stage(lo[tr, None], ys[tr], (L.MODEL_FEATURE,)), lo[te, None])
+        o["p_lm"][te] = stage_probs(fit_stage(lo[tr], ys[tr], model_feats), lo[te])
         lex_st = fit_stage(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL)
         inner = crossfit(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL,
                          folds(q_all[tr_all], [s for s, t in zip(sys_all, tr_all) if t], "system"))
@@ -356,6 +360,9 @@ def main(argv=None) -> int:
     g_sha = L.prompt_sha256("grade")
     want = [((rows[i].ds, rows[i].qi, rows[i].system, g_sha),
              L.grade_messages(rows[i].answer, rows[i].golds, rows[i].question)) for i in idx]
+    c_sha = L.prompt_sha256("control")
+    want += [((rows[i].ds, rows[i].qi, rows[i].system, c_sha),
+              L.control_messages(rows[i].answer, rows[i].golds, rows[i].question)) for i in idx]
     pair_q = {(ds, q) for ds, qs in sample_q.items() for q in qs[: a.pair_questions]}
     pairs = []
     by_q: dict = {}
@@ -379,11 +386,18 @@ def main(argv=None) -> int:
     print(f"[lm] {n_rated}/{len(want)} messages rated ({lm_s:.0f} s this run)", flush=True)
 
     # ---------------------------------------------------------------- grading form on the sample
-    idx = [i for i in idx if (rows[i].ds, rows[i].qi, rows[i].system, g_sha) in cache]
-    lo = np.array([max(-CLIP, min(CLIP, cache[(rows[i].ds, rows[i].qi, rows[i].system, g_sha)])) for i in idx])
+    idx = [i for i in idx if all((rows[i].ds, rows[i].qi, rows[i].system, h) in cache for h in (g_sha, c_sha))]
+    clip = lambda h: np.array([max(-CLIP, min(CLIP, cache[(rows[i].ds, rows[i].qi, rows[i].system, h)]))  # noqa
+                               for i in idx])
+    lo, lc = clip(g_sha), clip(c_sha)
     Xs, ys = Xall[idx], yall[idx]
-    Xf = np.column_stack([Xs, lo])
-    full_feats = L.GRADE_LEXICAL + (L.MODEL_FEATURE,)
+    # the model's feature(s) of each candidate full stage: the log-odds on the real golds, their contrast with
+    # the stand-in golds' (an answer that talks the model into "yes" moves both), or both as two features
+    model_cols = {"lm_logodds": lo[:, None], "lm_contrast": (lo - lc)[:, None], "lm_logodds+lm_control":
+                  np.column_stack([lo, lc])}
+    ship_model = "+".join(L.GRADE_MODEL)
+    Xf = np.column_stack([Xs, model_cols[ship_model]])
+    full_feats = L.GRADE_LEXICAL + L.GRADE_MODEL
     srows = [rows[i] for i in idx]
     human = ys == 1
     ds_arr = np.array([r.ds for r in srows])
@@ -414,14 +428,27 @@ def main(argv=None) -> int:
             rest = f_all < 0
             f_all[rest] = rng2.integers(0, 5, size=int(rest.sum()))
             cv_all = [(f_all != k, f_all == k) for k in range(5)]
-        o = cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, a.gate_precision, full_feats)
+        o = cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, model_cols[ship_model], cv, cv_all,
+                     a.gate_precision, full_feats, model_feats=L.GRADE_MODEL)
         p_lm, p_lex, p_full, p_gated, used_model, gates, ablate = (o[k] for k in (
             "p_lm", "p_lex", "p_full", "p_gated", "used_model", "gates", "ablate"))
         # what ships: a defence's veto makes the answer wrong; without lexical evidence the lexical stage decides
         ship = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5, p_gated >= 0.5))
         cand = {"cover": cover, "lm_alone": p_lm >= 0.5, "lexical": p_lex >= 0.5, "full_no_gate": p_full >= 0.5,
                 "learned_no_veto": p_gated >= 0.5, "learned": ship}
+        # the other model features, each in the judge as shipped (gate and vetoes the same)
+        for mf, cols in model_cols.items():
+            if mf == ship_model:
+                continue
+            feats = tuple(mf.split("+"))
+            ov = cv_gated(Xall, yall, q_all, sys_all, Xs, np.column_stack([Xs, cols]), ys, cols, cv, cv_all,
+                          a.gate_precision, L.GRADE_LEXICAL + feats, ablation=False, model_feats=feats)
+            cand[f"lm_alone[{mf}]"] = ov["p_lm"] >= 0.5
+            cand[f"learned_no_veto[{mf}]"] = ov["p_gated"] >= 0.5
+            cand[f"learned[{mf}]"] = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5,
+                                                                         ov["p_gated"] >= 0.5))
         res = {name: summarise(pred, human, ds_arr, sys_arr, boot) for name, pred in cand.items()}
+        res["model_feature"] = ship_model
         # what each veto costs in agreement with people (pooled; < 0: the veto loses agreement)
         res["veto_agreement_gain"] = {
             f"veto {v}": float(np.mean(ship == human) - np.mean(np.where(vetoes == v, p_gated >= 0.5, ship) == human))

@@ -293,6 +293,10 @@ def board_row_metrics(kind: str, items: list[dict]) -> tuple[dict, np.ndarray, n
     for extra in T.BOARD_EXTRAS:
         if extra in vals and extra not in roles.values():
             out[extra] = vals[extra]
+    if a.kind != "classification":
+        from semcal_eval.qa.judge_card import board_fields
+
+        out.update(board_fields(items))  # QA rows: the judge card and the corrected figures (issue 52)
     return out, np.asarray(a.conf, dtype=np.float64), np.asarray(a.correct, dtype=np.float64)
 
 

@@ -81,10 +81,33 @@ def judge_note(filters: dict[str, dict]) -> str:
             return f"\n\n* judge: records name several graders ({', '.join(graders)}); no card"
         try:
             lines = card_lines(graders[0], [it["greedy"] for it in items], [int(it["correct"]) for it in items])
+            lines += corrected_ece_lines(filters, graders[0])
         except CardError as e:
             return f"\n\n* {e}"
         return "\n\n" + "\n".join(f"* {line}" for line in lines)
     return ""
+
+
+def corrected_ece_lines(filters: dict[str, dict], grader: str) -> list[str]:
+    """One line: each confidence row's ECE (15 equal-width bins) raw → corrected for the judge's errors per answer
+    shape and bin (:func:`semcal_eval.qa.judge_card.corrected_calibration`), or why it is not printed."""
+    from semcal_eval.qa.judge_card import corrected_calibration
+
+    parts, why = [], None
+    for name in row_order(list(filters)):
+        items = [it for it in filters[name].get("items") or [] if isinstance(it, dict) and "greedy" in it
+                 and "conf" in it and it.get("grader") == grader]
+        if not items:
+            continue
+        c = corrected_calibration([it["greedy"] for it in items], [int(it["correct"]) for it in items],
+                                  [float(it["conf"]) for it in items], grader)
+        if c["corrected_ece"] is None:
+            why = c["why"]
+            break
+        parts.append(f"{name} {c['ece']:.3f} → {c['corrected_ece']:.3f}")
+    if why:
+        return [f"ECE corrected for the judge's errors: not printed ({why})."]
+    return [f"ECE corrected for the judge's errors (15 bins, per answer shape): {', '.join(parts)}."] if parts else []
 
 
 def tuned_note(items: list[dict]) -> str:

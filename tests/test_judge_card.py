@@ -78,6 +78,47 @@ def test_summary_carries_the_card_of_the_records_grader():
     items = [{"conf": 0.5, "correct": i % 2, "greedy": "Paris", "grader": grader} for i in range(20)]
     note = judge_note({"judge_cover": {"items": items}})
     assert f"Judge `{grader}`" in note and "Accuracy corrected" in note
+    # each row's ECE, raw → corrected: the raw one is the headline's 15-bin ECE of the row
+    from semcal_eval.core.metrics import calibration_error
+
+    raw = calibration_error(y_true=[i % 2 for i in range(20)], y_prob=[0.5] * 20, n_bins=15)
+    assert f"judge_cover {raw:.3f} → " in note
     assert judge_note({"judge_cover": {"items": [{"conf": 0.5, "correct": 1}]}}) == ""  # a run before cards
     mixed = items[:1] + [{**items[1], "grader": "other"}]
     assert "several graders" in judge_note({"x": {"items": mixed}})
+
+
+def test_corrected_calibration_per_shape_and_refused_where_the_assumption_fails(tmp_path):
+    answers = ["Paris"] * 100 + ["The capital of France is Paris, on the Seine."] * 300
+    correct = [1] * 70 + [0] * 30 + [1] * 120 + [0] * 180
+    conf = [0.95] * 400  # one bin: its corrected accuracy is the corrected accuracy
+    got = JC.corrected_calibration(answers, correct, conf, "learned-1", path=_card(tmp_path))
+    want = (100 * rogan_gladen(0.7, 90 / 100, 98 / 100) + 300 * rogan_gladen(0.4, 60 / 100, 95 / 100)) / 400
+    assert got["corrected_ece"] == pytest.approx(abs(0.95 - want)) and got["ece"] == pytest.approx(0.95 - 190 / 400)
+    bad = JC.corrected_calibration(answers, correct, conf, "learned-1", path=_card(tmp_path, p=0.001))
+    assert bad["corrected_ece"] is None and "differ across" in bad["why"]
+
+
+def test_board_row_carries_the_card_and_the_corrected_figures():
+    """A QA row's board columns (recomputed from its records) carry the judge card; the site's flag line and
+    the CSV export show them; a classification row and a run before cards carry none."""
+    from leaderboards.site.rows import _judge
+    from semcal_eval.run_rows import board_row_metrics
+
+    rng = np.random.default_rng(0)
+    items = [{"conf": float(c), "correct": int(rng.random() < c), "greedy": "Paris" if i % 3 else
+              "The capital of France is Paris, on the Seine.", "grader": "cover"}
+             for i, c in enumerate(rng.random(60))]
+    board, _, _ = board_row_metrics("confidence", items)
+    want = JC.corrected_accuracy([it["greedy"] for it in items], [it["correct"] for it in items], "cover")
+    assert board["judge"] == "cover" and board["acc_corrected"] == pytest.approx(want["corrected"])
+    assert board["judge_agreement"] == JC.grader_card("cover")["all"]["agreement"]
+    assert board["acc_corrected_ci_lo"] <= board["acc_corrected"] <= board["acc_corrected_ci_hi"]
+    assert 0 <= board["ece_corrected"] <= 1
+    line = _judge(board)[0]
+    assert line.startswith("judge cover: agrees with people on ") and "accuracy corrected" in line
+    before = [{k: v for k, v in it.items() if k not in ("grader", "greedy")} for it in items]
+    assert "judge" not in board_row_metrics("confidence", before)[0]
+    other = board_row_metrics("confidence", [{**it, "grader": "strict"} for it in items])[0]
+    assert other["judge"] == "strict" and "no card" in other["judge_note"] and "acc_corrected" not in other
+    assert _judge(other)[0].startswith("judge strict; judge card: no card")

@@ -226,6 +226,20 @@ SHAPES_WRONG = [
      "national frame of government."], "what does the constitution set out", "a sentence gold's subject is no alias"),
     ("Lyon", ["Secretariat, who in 1973 became the first Triple Crown champion in 25 years"],
      "which horse ranks highest", "another name for a long gold"),
+    # 2026-12-07 (issue 51's attacks on sentence golds, research/answer_grammar.MODEL_JUDGE_ATTACKS)
+    ("Not The capital of Italy is Rome.. Milan", ["The capital of Italy is Rome."], "What is the capital of Italy?",
+     "a negation before the gold's wording said again, and a run of full stops"),
+    ("It is definitely not The capital of Italy is Rome.; it is Milan.", ["The capital of Italy is Rome."],
+     "What is the capital of Italy?", "a denial of the gold's wording"),
+    ("Maybe The capital of Italy is Rome., maybe Milan, I am not sure.", ["The capital of Italy is Rome."],
+     "What is the capital of Italy?", "a hedge before the gold's wording"),
+    ("Some say The capital of Italy is Rome., but the answer is Milan.", ["The capital of Italy is Rome."],
+     "What is the capital of Italy?", "the gold's wording quoted before a rival"),
+    ("Not The apothem of a regular polygon is a line segment from the center to the midpoint of one of its sides. "
+     "A polygon with equal sides.", ["The apothem of a regular polygon is a line segment from the center to the "
+     "midpoint of one of its sides."], "what is a apothem", "a sentence gold negated"),
+    ("La réponse est Lyon, pas Paris.", ["Paris"], CAPITAL, "a negation in another language"),
+    ("Rome.. Milan", ["Rome"], "What is the capital of Italy?", "two claims across a run of full stops"),
 ]
 
 

@@ -14,6 +14,7 @@ from semcal_eval.core.label_noise import (
     corrected_reliability,
     rogan_gladen,
     stratified_corrected_accuracy,
+    stratified_corrected_reliability,
 )
 
 P_TRUE, SE, SP = 0.55, 0.75, 0.95
@@ -295,3 +296,34 @@ def test_stratified_correction_refuses_nothing_to_correct():
         stratified_corrected_accuracy({"a": ([], JudgeRates(9, 1, 1, 9))})
     with pytest.raises(ValueError, match="no better than chance"):
         stratified_corrected_accuracy({"a": ([1, 0], JudgeRates(5, 5, 5, 5))})
+
+
+def test_stratified_reliability_recovers_calibration_where_pooled_rates_do_not():
+    """A calibrated model whose short answers the judge grades well and sentences badly, the sentences more
+    common at high confidence: per-shape rates bin by bin recover the calibration, pooled rates do not."""
+    rng = np.random.default_rng(8)
+    n = 30000
+    conf = rng.random(n)
+    sentence = rng.random(n) < conf  # sentences grow with confidence: the pooled correction is off bin by bin
+    truth = (rng.random(n) < conf).astype(float)
+    se = np.where(sentence, 0.6, 0.95)
+    sp = np.where(sentence, 0.93, 0.97)
+    judge = np.where(truth == 1, rng.random(n) < se, rng.random(n) >= sp).astype(float)
+    shapes = np.where(sentence, "sentence", "short").tolist()
+    rates = {"short": table(rng, 4000, 0.95, 0.97), "sentence": table(rng, 4000, 0.6, 0.93)}
+    res = stratified_corrected_reliability(conf, judge, shapes, rates, n_bins=10)
+    assert res["ece"] == pytest.approx(reference_ece(conf.tolist(), judge.tolist(), 10), abs=1e-12)
+    assert res["ece"] > 0.1 and res["corrected_ece"] < 0.03
+    pooled = JudgeRates(*(getattr(rates["short"], k) + getattr(rates["sentence"], k) for k in ("tp", "fp", "fn", "tn")))
+    assert corrected_reliability(conf, judge, pooled, n_bins=10)["corrected_ece"] > 2 * res["corrected_ece"]
+    # the wrong rates (shapes swapped) do not recover it either
+    swapped = stratified_corrected_reliability(conf, judge, shapes, {"short": rates["sentence"],
+                                                                     "sentence": rates["short"]}, n_bins=10)
+    assert swapped["corrected_ece"] > 0.05
+
+
+def test_stratified_reliability_refuses_a_stratum_without_rates():
+    with pytest.raises(ValueError, match="no judge rates for strata \\['sentence'\\]"):
+        stratified_corrected_reliability([0.5, 0.6], [1, 0], ["short", "sentence"], {"short": JudgeRates(9, 1, 1, 9)})
+    with pytest.raises(ValueError, match="shape mismatch"):
+        stratified_corrected_reliability([0.5, 0.6], [1, 0], ["short"], {"short": JudgeRates(9, 1, 1, 9)})

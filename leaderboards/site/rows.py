@@ -84,7 +84,24 @@ def _flags(r: dict) -> list[str]:
         out.append("not better than class prior on Brier")
     if r["is_reference"]:
         out.append("reference predictor")
+    out += _judge(r["board"])
     return out
+
+
+def _judge(b: dict) -> list[str]:
+    """A QA row's judge card (semcal_eval.qa.judge_card.board_fields): who graded, how far people agree with it
+    on EVOUNA, and the accuracy corrected for its errors, or why not."""
+    if not b.get("judge"):
+        return []
+    line = f"judge {b['judge']}"
+    if isinstance(b.get("judge_agreement"), (int, float)):
+        line += f": agrees with people on {b['judge_agreement']:.3f} (EVOUNA, systems it was not fit on)"
+    if isinstance(b.get("acc_corrected"), (int, float)):
+        line += (f"; accuracy corrected for its errors {b['acc_corrected']:.3f} {_ci(b, 'acc_corrected')}"
+                 + (f", ECE {b['ece_corrected']:.3f}" if isinstance(b.get("ece_corrected"), (int, float)) else ""))
+    elif b.get("judge_note"):
+        line += f"; {b['judge_note']}"
+    return [line]
 
 
 def _text(v) -> str:

@@ -10,6 +10,8 @@ import re
 from semcal_eval.core import metric_table as T
 from semcal_eval.core.records import CLASSIFICATION, CONFIDENCE
 
+from semcal_eval.qa.judge_card import BOARD_FIELDS as JUDGE_FIELDS
+
 from ..ranking import RANKED, TIERS, coverage_of, tier_of
 from .html import submitter_of
 from .rows import (_BOARD_FIELDS, _RANK_FIELDS, COLUMNS, TIER_LABEL, TIER_MEANING, _board_fields, _coverage,
@@ -20,7 +22,7 @@ _EXPORT_FIELDS = ["task", "model_name", "submitter", "method", "tier", "filter",
                   "n_split", "n_original", "limit", "doc_set_hash",
                   *[k for col in COLUMNS for k in _board_fields(col) + ([f"{col}_rank"] if col in RANKED else [])],
                   *[f"{col}_rank_verified" for col in RANKED],
-                  "beats_prior", "prior_brier", "degenerate", "content_hash"]
+                  "beats_prior", "prior_brier", "degenerate", *JUDGE_FIELDS, "content_hash"]
 
 
 def _csv_cell(v) -> str:
@@ -46,7 +48,7 @@ def _flat(r: dict) -> dict:
                                "prior_brier", "degenerate", "content_hash")}
     d["tier"], d["coverage"] = tier_of(r), coverage_of(r)
     d["submitter"] = submitter_of(r)
-    for k in _BOARD_FIELDS:
+    for k in (*_BOARD_FIELDS, *JUDGE_FIELDS):
         d[k] = b.get(k)
     return d
 

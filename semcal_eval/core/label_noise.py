@@ -29,6 +29,7 @@ the latter on a labelled set; the correction is only as good as its rates.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
@@ -39,6 +40,7 @@ from scipy.stats import chi2_contingency
 from semcal_eval.core.metrics import check_binary, check_unit
 
 __all__ = ["rogan_gladen", "JudgeRates", "corrected_accuracy", "stratified_corrected_accuracy", "corrected_reliability",
+           "stratified_corrected_reliability",
            "check_independence"]
 
 
@@ -257,12 +259,37 @@ def corrected_reliability(conf: Any, correct: Any, rates: JudgeRates, n_bins: in
     >>> [b["n"] for b in t["bins"]], round(t["ece"], 4), round(t["corrected_ece"], 4)
     ([2, 2], 0.2, 0.1643)
     """
-    c, y = _conf_correct(conf, correct)
     rates = _check_rates(rates)
+    c, _ = _conf_correct(conf, correct)
+    out = stratified_corrected_reliability(conf, correct, ["all"] * len(c), {"all": rates}, n_bins)
+    return {**out, "sensitivity": rates.sensitivity, "specificity": rates.specificity}
+
+
+def stratified_corrected_reliability(conf: Any, correct: Any, strata: Sequence[str], rates: dict,
+                                     n_bins: int = 10) -> dict:
+    """:func:`corrected_reliability` where each answer's stratum (e.g. its shape: short span or sentence) has
+    rates of its own: per bin b, corrected_acc_b = Σ_s (n_bs / n_b) · RG(observed_acc_bs, Se_s, Sp_s), so the
+    correction assumes the judge's errors are independent of the confidence *given the stratum*.
+    ``rates`` = {stratum: JudgeRates}, one for every stratum named in ``strata``.
+
+    >>> t = stratified_corrected_reliability([0.9, 0.9, 0.9, 0.9], [1, 1, 1, 0], ["a", "a", "b", "b"],
+    ...     {"a": JudgeRates(9, 1, 1, 9), "b": JudgeRates(10, 0, 0, 10)}, n_bins=2)
+    >>> t["bins"][1]["corrected_acc"], round(t["corrected_ece"], 4)
+    (0.75, 0.15)
+    """
+    c, y = _conf_correct(conf, correct)
+    st = np.asarray(list(strata), dtype=object)
+    if len(st) != len(c):
+        raise ValueError(f"shape mismatch: conf has {len(c)} answers but strata has {len(st)}")
+    if not isinstance(rates, dict):
+        raise ValueError("rates must be a {stratum: JudgeRates} mapping")
+    missing = sorted(set(st.tolist()) - set(rates))
+    if missing:
+        raise ValueError(f"no judge rates for strata {missing}: give rates= an entry for each")
+    checked = {k: _check_rates(v) for k, v in rates.items()}
     if isinstance(n_bins, bool) or not isinstance(n_bins, Integral) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     M, N = int(n_bins), len(c)
-    se, sp = rates.sensitivity, rates.specificity
     edges = np.arange(M + 1) / M  # i / M exactly, so a confidence on an edge lands where a reader expects
     idx = np.minimum(np.searchsorted(edges, c, side="right") - 1, M - 1)  # [lo, hi); 1.0 into the last bin
     bins, ece, cece = [], 0.0, 0.0
@@ -273,12 +300,14 @@ def corrected_reliability(conf: Any, correct: Any, rates: JudgeRates, n_bins: in
                "observed_acc": math.nan, "corrected_acc": math.nan}
         if nb:
             mc, acc = float(c[m].mean()), float(y[m].mean())
-            cacc = float(_rg(acc, se, sp))
+            cacc = sum(float(np.sum(m & (st == k))) * float(_rg(y[m & (st == k)].mean(), r.sensitivity,
+                                                                 r.specificity))
+                       for k, r in checked.items() if np.any(m & (st == k))) / nb
             row.update(mean_conf=mc, observed_acc=acc, corrected_acc=cacc)
             ece += nb / N * abs(acc - mc)
             cece += nb / N * abs(cacc - mc)
         bins.append(row)
-    return {"bins": bins, "ece": ece, "corrected_ece": cece, "sensitivity": se, "specificity": sp, "n": N}
+    return {"bins": bins, "ece": ece, "corrected_ece": cece, "n": N}
 
 
 def _homogeneity_p(yes: np.ndarray, no: np.ndarray) -> float:

@@ -132,7 +132,10 @@ HEDGES = frozenset("maybe perhaps possibly probably likely unlikely unsure guess
 ALTERNATIVES = frozenset("or nor vs versus".split())
 NEGATIONS = frozenset(
     "not no never neither none nobody nothing isnt wasnt arent werent dont doesnt didnt cannot cant wont wouldnt "
-    "shouldnt couldnt hasnt havent hadnt".split())
+    "shouldnt couldnt hasnt havent hadnt"
+    # the same word in the languages an answer most often switches to ("La réponse est Lyon, pas Paris"): none
+    # stands in an EVOUNA answer where people accept the gold beside it (benchmarks/results/judge_humans/HISTORY.md)
+    " pas nicht kein keine niet nao".split())
 _WRONG_AFTER = frozenset("not wrong incorrect false untrue".split())
 #: countries and US states: a place named after the gold qualifies it ("Paris, France", "Austin, Texas")
 PLACES = frozenset(w for w in """
@@ -488,6 +491,17 @@ def _negated(toks: Sequence[Token], lo: int, hi: int) -> bool:
     return False
 
 
+def _phrase_start(toks: Sequence[Token], lo: int, gold: _Gold) -> int:
+    """Where the gold's own wording, said again before the match, begins: "Not *the capital of Italy is* Rome"
+    for the gold "The capital of Italy is Rome." (its evidence is "Rome" alone), so that a negation before the
+    repeated phrase is within the negation window of what it denies."""
+    i = lo
+    while i > 0 and toks[i - 1].kind != "sep" and toks[i - 1].text not in NEGATIONS and _in(toks[i - 1].text,
+                                                                                             gold.words):
+        i -= 1
+    return i
+
+
 def _neighbour_rival(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
                      others: frozenset[str]) -> bool:
     """The word beside the match on either side names another candidate.
@@ -553,6 +567,8 @@ def _sentence_rival(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, questi
         return False  # the match's sentence says more than the match
     for start, step in ((a - 1, -1), (b + 1, 1)):
         i, seen = start + step, []
+        while 0 <= i < n and toks[i].text in _CLAIM_END:  # "Rome.. Milan", "Rome?! Milan": one claim's end
+            i += step
         while 0 <= i < n and toks[i].text not in _CLAIM_END:
             if toks[i].kind != "sep":
                 seen.append(i)
@@ -676,8 +692,11 @@ def claims_alone(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_
     hedge or alternative near it, no rival item in its list (``defences``, default :data:`DEFENCES`). ``others``:
     the other golds' words, which name no rival."""
     on = DEFENCES if defences is None else defences
-    if "negation" in on and _negated(toks, lo, hi):
+    if "negation" in on and (_negated(toks, lo, hi) or _negated(toks, _phrase_start(toks, lo, gold), hi)):
         return False
+    start = _phrase_start(toks, lo, gold)
+    if any(toks[i].text not in STOP_WORDS for i in range(start, lo)):
+        lo = start  # the gold's wording said again, content words and all, is the claim the defences read
     if not alone:
         return True
     return not (("neighbour" in on and _neighbour_rival(toks, lo, hi, gold, question_words, others))

@@ -24,10 +24,11 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from semcal_eval.core.label_noise import JudgeRates, stratified_corrected_accuracy
+from semcal_eval.core.label_noise import JudgeRates, stratified_corrected_accuracy, stratified_corrected_reliability
 
 __all__ = ["CARD_FILE", "CardError", "ASSUMPTION_P", "SHAPES", "load_card", "grader_card", "shape_of",
-           "assumption", "corrected_accuracy", "card_lines"]
+           "assumption", "corrected_accuracy", "corrected_calibration", "card_lines",
+           "board_fields", "BOARD_FIELDS"]
 
 CARD_FILE = Path(__file__).with_name("judge_weights") / "card.json"
 #: a p-value of the homogeneity tests below this: the rates differ across answering systems
@@ -98,6 +99,20 @@ def corrected_accuracy(answers: Sequence[str], correct: Sequence[int], grader: s
     return {**out, "why": why}
 
 
+def corrected_calibration(answers: Sequence[str], correct: Sequence[int], conf: Sequence[float], grader: str,
+                          n_bins: int = 15, path: str | Path | None = None) -> dict:
+    """The row's reliability table and ECE with the judge's errors corrected bin by bin, per answer shape
+    (:func:`semcal_eval.core.label_noise.stratified_corrected_reliability`; ``n_bins`` equal-width, the headline
+    ECE's 15), or ``corrected_ece`` None and ``why`` where the card's assumption fails."""
+    card = grader_card(grader, path)
+    holds, why = assumption(card)
+    if not holds:
+        return {"corrected_ece": None, "why": why}
+    rates = {name: _rates(card[name]) for name, _, _ in SHAPES}
+    out = stratified_corrected_reliability(conf, correct, [shape_of(a) for a in answers], rates, n_bins)
+    return {**out, "why": why}
+
+
 def card_lines(grader: str, answers: Sequence[str] | None = None, correct: Sequence[int] | None = None,
                path: str | Path | None = None) -> list[str]:
     """The card as Markdown lines (and, given a row's answers and labels, its corrected accuracy)."""
@@ -116,3 +131,39 @@ def card_lines(grader: str, answers: Sequence[str] | None = None, correct: Seque
             lines.append(f"Accuracy corrected for the judge's errors: {c['corrected']:.3f} [{c['ci'][0]:.3f}, "
                          f"{c['ci'][1]:.3f}] (observed {c['observed']:.3f}; Rogan–Gladen per answer shape).")
     return lines
+
+
+#: the keys :func:`board_fields` may set, in the board's export order
+BOARD_FIELDS = ("judge", "judge_agreement", "judge_kappa", "judge_fpr", "judge_fnr", "acc_corrected",
+                "acc_corrected_ci_lo", "acc_corrected_ci_hi", "ece_corrected", "judge_note")
+
+
+def board_fields(items: Sequence[dict]) -> dict:
+    """A QA row's judge card for the board and results files, from its records (``grader``, ``greedy``,
+    ``correct``, ``conf``): ``judge`` (the grader's name and version) and, where the card has it, its agreement,
+    kappa, false-positive and false-negative rates with people, and the accuracy (``acc_corrected`` with
+    ``_ci_lo``/``_ci_hi``) and 15-bin ECE (``ece_corrected``) corrected for its errors; ``judge_note`` says why a
+    corrected figure is missing. {} for records without a grader (runs before the card)."""
+    graded = [it for it in items if isinstance(it, dict) and "grader" in it and "greedy" in it]
+    if not graded:
+        return {}
+    graders = sorted({str(it["grader"]) for it in graded})
+    if len(graders) != 1 or len(graded) != len(items):
+        return {"judge": ", ".join(graders), "judge_note": "records name several graders (or some none): no card"}
+    out: dict = {"judge": graders[0]}
+    try:
+        card = grader_card(graders[0])
+    except CardError as e:
+        return {**out, "judge_note": str(e)}
+    a = card["all"]
+    out.update(judge_agreement=a["agreement"], judge_kappa=a["kappa"], judge_fpr=a["fpr"], judge_fnr=a["fnr"])
+    answers = [it["greedy"] for it in graded]
+    correct = [int(it["correct"]) for it in graded]
+    acc = corrected_accuracy(answers, correct, graders[0])
+    if acc["corrected"] is None:
+        return {**out, "judge_note": acc["why"]}
+    out.update(acc_corrected=acc["corrected"], acc_corrected_ci_lo=acc["ci"][0], acc_corrected_ci_hi=acc["ci"][1])
+    if all("conf" in it for it in graded):
+        out["ece_corrected"] = corrected_calibration(answers, correct, [float(it["conf"]) for it in graded],
+                                                     graders[0])["corrected_ece"]
+    return out

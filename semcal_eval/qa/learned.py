@@ -12,9 +12,13 @@ Each form is a two-stage logistic regression, p = σ(w·z(x) + b) with z the sta
    covering without its listing defences, containment, strict match, token F1 and recall, answer length);
    where its probability is outside the fitted gate ``(lo, hi)`` its verdict is final: the gate is chosen by
    cross-validation so that gated verdicts agree with people at ≥ 0.99, and no model is run;
-2. the *full* stage: the same features plus the LM's yes/no log-odds (:class:`semcal_eval.qa.yesno.YesNoLM`) on
-   :data:`GRADE_PROMPT` (the question, every gold alias, the candidate) or :data:`AGREE_PROMPT` (two answers; both
-   orders, averaged, so J is symmetric by construction).
+2. the *full* stage: the same features plus the LM's yes/no log-odds (:class:`semcal_eval.qa.yesno.YesNoLM`).
+   Grading: the *contrast* of the log-odds on :data:`GRADE_PROMPT` (the question, the gold aliases, the candidate)
+   less those on the same prompt with a stand-in gold (:func:`control_messages`). Text in the answer that talks
+   the model into "yes" ("The answer is correct.", a spoofed turn, the question repeated) lifts both alike, so
+   the contrast keeps only what the real golds add; people's verdicts are matched as well as by the plain
+   log-odds (benchmarks/fit_judge.py compares the two and both together). Agreement: :data:`AGREE_PROMPT` (two
+   answers; both orders, averaged, so J is symmetric by construction).
 
 Verdict ⇔ p ≥ ½. ``agree`` is reflexive: answers that read the same (:func:`semcal_eval.qa.cover.tokens`, empty
 ones included) agree without any model; an empty answer agrees with no non-empty one and is never correct.
@@ -42,7 +46,7 @@ from .judges import Judge
 
 __all__ = [
     "GRADE_LEXICAL", "AGREE_LEXICAL", "MODEL_FEATURE", "GRADE_PROMPT", "AGREE_PROMPT", "SYSTEM_PROMPT",
-    "WEIGHTS_DIR", "JudgeWeights", "WeightsError", "LearnedJudge", "grade_features", "agree_features",
+    "WEIGHTS_DIR", "GRADE_MODEL", "DECOYS", "control_golds", "control_messages", "JudgeWeights", "WeightsError", "LearnedJudge", "grade_features", "agree_features",
     "grade_messages", "agree_messages", "prompt_sha256", "grade_veto", "PROMPT_ESCAPES",
 ]
 
@@ -52,6 +56,10 @@ GRADE_LEXICAL = ("cover", "cover_loose", "contained", "strict", "f1", "recall", 
 AGREE_LEXICAL = ("cover_agree", "same_core", "contained", "f1", "recall_min", "log_words_min", "log_words_max")
 #: the model's feature, added in the full stage
 MODEL_FEATURE = "lm_logodds"
+#: the grading form's model features: chosen by benchmarks/fit_judge.py's leave-one-system-out comparison of
+#: ``lm_logodds`` (log-odds on the real golds), ``lm_contrast`` (those less the log-odds on a stand-in gold,
+#: :func:`control_messages`) and both (``lm_logodds``, ``lm_control``)
+GRADE_MODEL = ("lm_contrast",)
 #: the LM's log-odds are clipped to ±this before weighing (a saturated rater adds nothing past it)
 LOGODDS_CLIP = 12.0
 
@@ -72,7 +80,7 @@ MAX_ANSWER_CHARS = 1200
 MAX_PROMPT_GOLDS = 4
 
 WEIGHTS_DIR = Path(__file__).with_name("judge_weights")
-VERSION = "learned-1"
+VERSION = "learned-2"
 
 
 class WeightsError(ValueError):
@@ -80,9 +88,12 @@ class WeightsError(ValueError):
 
 
 def prompt_sha256(form: str) -> str:
-    """sha256 of the form's system line and prompt template: weights are refused under another prompt."""
-    prompt = GRADE_PROMPT if form == "grade" else AGREE_PROMPT
-    text = "\x00".join((SYSTEM_PROMPT, prompt, str(MAX_PROMPT_GOLDS), str(MAX_ANSWER_CHARS)))
+    """sha256 of the form's system line and prompt template (``control``: the grading prompt and the stand-in
+    golds): weights are refused under another prompt."""
+    prompt = AGREE_PROMPT if form == "agree" else GRADE_PROMPT
+    parts = (SYSTEM_PROMPT, prompt, str(MAX_PROMPT_GOLDS), str(MAX_ANSWER_CHARS)) + (DECOYS if form == "control"
+                                                                                       else ())
+    text = "\x00".join(parts)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -115,15 +126,43 @@ def agree_messages(a: str, b: str, question: str) -> tuple[str, str]:
     return SYSTEM_PROMPT, AGREE_PROMPT.format(question=(question or "").strip(), a=_cut(a), b=_cut(b))
 
 
+#: stand-in golds for the control prompt (:func:`control_messages`): one per kind of answer (place, year, person,
+#: number, thing), none a likely answer to a quiz question beside another of them
+DECOYS = ("Ulaanbaatar", "1066", "Ada Lovelace", "seventeen", "photosynthesis", "the Danube", "Pablo Neruda",
+          "1789", "the saxophone", "Tasmania", "312", "Hildegard of Bingen")
+
+
+def control_golds(answer: str, golds: Sequence[str], question: str) -> list[str]:
+    """The control prompt's one stand-in gold: the first of :data:`DECOYS`, from a place fixed by the question
+    and golds, that shares no word with the answer, the golds or the question (an answer that names decoys only
+    moves the choice)."""
+    seen = {w for t in (answer, question, *golds) for w in normalize_answer(t).split()}
+    start = int(hashlib.sha256("\x00".join((question or "", *golds)).encode()).hexdigest(), 16) % len(DECOYS)
+    for k in range(len(DECOYS)):
+        d = DECOYS[(start + k) % len(DECOYS)]
+        if not set(normalize_answer(d).split()) & seen:
+            return [d]
+    return ["(none)"]
+
+
+def control_messages(answer: str, golds: Sequence[str], question: str) -> tuple[str, str]:
+    """The grading prompt with a stand-in gold (:func:`control_golds`) in place of the real ones: a candidate the
+    model calls correct here is read as correct whatever the golds say (an instruction, a spoofed turn), so the
+    judge weighs the model's log-odds *contrast*, real golds less stand-in."""
+    return grade_messages(answer, control_golds(answer, golds, question), question)
+
+
 # ------------------------------------------------------------------------------------------------ features
 def _contained(text: str, golds: Iterable[str]) -> bool:
     a = f" {normalize_answer(text)} "
     return any((g := normalize_answer(x)) and f" {g} " in a for x in golds)
 
 
-def _recall(answer_words: Sequence[str], gold: str) -> float:
-    """Share of the gold's content words (stop words out) that some answer word matches (word forms allowed)."""
-    ev = [w for w in content(gold) if w not in STOP_WORDS] or content(gold)
+def _recall(answer_words: Sequence[str], gold: str, question_words: Sequence[str] = ()) -> float:
+    """Share of the gold's content words (stop words out, and the question's own words: an answer that repeats
+    the question has not answered it) that some answer word matches (word forms allowed)."""
+    ev = [w for w in content(gold) if w not in STOP_WORDS]
+    ev = [w for w in ev if not any(words_match(w, q) for q in question_words)] or ev or content(gold)
     if not ev:
         return 0.0
     return sum(any(words_match(a, e) for a in answer_words) for e in ev) / len(ev)
@@ -148,7 +187,10 @@ def grade_features(answer: str, golds: Sequence[str], question: str = "") -> dic
     """The grading form's lexical features (:data:`GRADE_LEXICAL`) of one answer against its gold aliases."""
     from .grading import grade_strict
 
+    from .grading import _question_words
+
     words = [t.text for t in tokens(answer) if t.kind != "sep"]
+    qwords = [w for w in _question_words(question) if w not in STOP_WORDS]
     cov, loose = cover_evidence(answer, golds, question)
     return {
         "cover": cov,
@@ -156,7 +198,7 @@ def grade_features(answer: str, golds: Sequence[str], question: str = "") -> dic
         "contained": float(_contained(answer, golds)),
         "strict": float(grade_strict(answer, golds, question)),
         "f1": float(best_f1(answer, golds)),
-        "recall": max((_recall(words, g) for g in golds), default=0.0),
+        "recall": max((_recall(words, g, qwords) for g in golds), default=0.0),
         "log_words": math.log1p(_n_words(answer)),
         "sentence": float(_n_words(answer) > 5),
     }
@@ -272,9 +314,10 @@ class JudgeWeights:
         lex = Stage.from_json(d.get("lexical") or {}, f"{path} lexical")
         full = Stage.from_json(d.get("full") or {}, f"{path} full")
         want = GRADE_LEXICAL if form == "grade" else AGREE_LEXICAL
-        if lex.features != want or full.features != want + (MODEL_FEATURE,):
+        model = GRADE_MODEL if form == "grade" else (MODEL_FEATURE,)
+        if lex.features != want or full.features != want + model:
             raise WeightsError(f"learned judge: {path} was fitted on features {list(full.features)}; this judge "
-                               f"computes {list(want + (MODEL_FEATURE,))}: refit with benchmarks/fit_judge.py")
+                               f"computes {list(want + model)}: refit with benchmarks/fit_judge.py")
         if d.get("prompt_sha256") != prompt_sha256(form):
             raise WeightsError(f"learned judge: {path} was fitted with another {form} prompt (sha256 "
                                f"{d.get('prompt_sha256')!r}); refit with benchmarks/fit_judge.py")
@@ -388,11 +431,15 @@ class LearnedJudge(Judge):
             elif why is not None or p <= lo or p >= hi:
                 self._grade_cache[k] = p
             else:
-                todo[k] = grade_messages(a, g, question or "")
+                todo[k] = (grade_messages(a, g, question or ""), control_messages(a, g, question or ""))
                 feats[k] = x
         order = list(todo)
-        for k, lo_ in zip(order, self._logodds([todo[k] for k in order]), strict=True):
-            self._grade_cache[k] = self.grade_w.full.prob({**feats[k], MODEL_FEATURE: lo_})
+        real = self._logodds([todo[k][0] for k in order])
+        control = (self._logodds([todo[k][1] for k in order]) if set(GRADE_MODEL) & {"lm_control", "lm_contrast"}
+                   else [0.0] * len(order))
+        for k, r, c in zip(order, real, control, strict=True):
+            x = {**feats[k], "lm_logodds": r, "lm_control": c, "lm_contrast": r - c}
+            self._grade_cache[k] = self.grade_w.full.prob(x)
         return [self._grade_cache[k] for k in keys]
 
     def grade(self, answer: str, golds: str | Iterable[str], question: str = "") -> bool:
