@@ -18,7 +18,8 @@ rewritten by each attack. r_cal (the paper's pairwise log score, trainers/config
 J = the learned judge's agreement, and under cover's ``agree``. Padding pays when the padded group's mean r_cal
 beats the honest group's.
 
-Writes benchmarks/results/adversary_search/learned.json and learned.md.
+Writes benchmarks/results/adversary_search/learned.json and learned.md (``--name N``: N.json and N.md, e.g.
+for another fit's weights in ``$SEMCAL_JUDGE_WEIGHTS``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,12 @@ def r_cal(answers: list[str], correct: list[int], question: str, judge) -> float
     return float(np.mean(calibration_scores(A, correct, RewardSettings())[0]))
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--name", default="learned", help="output file stem under benchmarks/results/adversary_search")
+    name_out = ap.parse_args(argv).name
     lj = get_judge("learned")
     cover_j = lambda q, pairs: [agree(a, b, q) for a, b in pairs]  # noqa: E731
     t0 = time.perf_counter()
@@ -103,8 +109,9 @@ def main() -> int:
            "judge": lj.version, "wall_s": time.perf_counter() - t0}
     dest = REPO / "benchmarks/results/adversary_search"
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "learned.json").write_text(json.dumps(out, indent=1) + "\n")
-    lines = ["# Attacks on the learned judge", "", f"`PYTHONPATH=. python benchmarks/adversary_learned.py` "
+    (dest / f"{name_out}.json").write_text(json.dumps(out, indent=1) + "\n")
+    lines = ["# Attacks on the learned judge", "", f"`PYTHONPATH=. python benchmarks/adversary_learned.py"
+             f"{'' if name_out == 'learned' else ' --name ' + name_out}` "
              f"({out['wall_s'] / 60:.1f} min, {lj.model_calls} model calls; judge {lj.version}).", "",
              "## Grading: wrong answers graded correct, of n", "", "| attack | n | learned | cover |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['n']} | {v['learned_correct']} | {v['cover_correct']} |" for k, v in grading.items()]
@@ -117,7 +124,7 @@ def main() -> int:
               for q, g in agreement.items()]
     lines += ["", "Padding's mean gain in r_cal (padded − honest; > 0 pays): " + "; ".join(
         f"{j}: all wrong {v['all_wrong']:+.3f}, mixed {v['mixed']:+.3f}" for j, v in pays.items()), ""]
-    (dest / "learned.md").write_text("\n".join(lines))
+    (dest / f"{name_out}.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0
 

@@ -242,7 +242,7 @@ def render(out: dict) -> str:
         lines += [f"### {title}", "", f"The model's feature: `{res.get('model_feature', L.MODEL_FEATURE)}`; a name in "
                   "brackets is the same judge (gate, vetoes) with another model feature.", "", "| judge | NQ agreement [CI] | NQ kappa | TQ agreement [CI] | TQ kappa | "
                   "NQ FPR / FNR | TQ FPR / FNR | worst system (NQ, TQ) |", "|---|---|---|---|---|---|---|---|"]
-        names = ["cover", "lm_alone", "lexical", "full_no_gate", "learned_no_veto", "learned"]
+        names = ["cover", "lm_alone", "lexical", "lexical_veto", "full_no_gate", "learned_no_veto", "learned"]
         names += sorted(k for k in res if "[" in k)
         for name in names:
             r = res[name]
@@ -254,9 +254,12 @@ def render(out: dict) -> str:
                          f"{tq['fnr']:.3f} | {worst['NQ'][0]} {worst['NQ'][1]['NQ']:.3f}, {worst['TQ'][0]} "
                          f"{worst['TQ'][1]['TQ']:.3f} |")
         d = res["learned"]["diff_vs_cover_ci"]
+        dl = res["learned"].get("diff_vs_lexical_veto_ci")
         lines += ["", f"learned − cover (paired bootstrap): NQ [{d['NQ'][0]:+.3f}, {d['NQ'][1]:+.3f}], TQ "
-                      f"[{d['TQ'][0]:+.3f}, {d['TQ'][1]:+.3f}]; answers the model never saw (gated): "
-                      f"{res['learned']['share_model_skipped']:.2f}.", "",
+                      f"[{d['TQ'][0]:+.3f}, {d['TQ'][1]:+.3f}]"
+                  + (f"; learned − lexical_veto (what the model adds): NQ [{dl['NQ'][0]:+.3f}, {dl['NQ'][1]:+.3f}], "
+                     f"TQ [{dl['TQ'][0]:+.3f}, {dl['TQ'][1]:+.3f}]" if dl else "")
+                  + f"; answers the model never saw (gated): {res['learned']['share_model_skipped']:.2f}.", "",
                   "What each feature pays (agreement of the full stage less the feature's, pooled): " + ", ".join(
                       f"{f} {v:+.4f}" for f, v in res["ablation_agreement_drop"].items()), "",
                   "What each veto pays (agreement with it less without it, pooled; answers it applies to): "
@@ -434,7 +437,9 @@ def main(argv=None) -> int:
             "p_lm", "p_lex", "p_full", "p_gated", "used_model", "gates", "ablate"))
         # what ships: a defence's veto makes the answer wrong; without lexical evidence the lexical stage decides
         ship = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5, p_gated >= 0.5))
-        cand = {"cover": cover, "lm_alone": p_lm >= 0.5, "lexical": p_lex >= 0.5, "full_no_gate": p_full >= 0.5,
+        # the judge without a model: the lexical stage under the same defence vetoes
+        cand = {"cover": cover, "lm_alone": p_lm >= 0.5, "lexical": p_lex >= 0.5,
+                "lexical_veto": (p_lex >= 0.5) & ~defence, "full_no_gate": p_full >= 0.5,
                 "learned_no_veto": p_gated >= 0.5, "learned": ship}
         # the other model features, each in the judge as shipped (gate and vetoes the same)
         for mf, cols in model_cols.items():
@@ -459,6 +464,8 @@ def main(argv=None) -> int:
         res["learned"]["gates"] = gates
         res["learned"]["diff_vs_cover_ci"] = {ds: boot.diff_ci(ship, cover, human, ds_arr == ds)
                                               for ds in ("NQ", "TQ")}
+        res["learned"]["diff_vs_lexical_veto_ci"] = {ds: boot.diff_ci(ship, cand["lexical_veto"], human,
+                                                                      ds_arr == ds) for ds in ("NQ", "TQ")}
         if scheme == "system":
             words = np.array([len(r.answer.split()) for r in srows])
             card = {"learned": card_entry(ship, human, words, sys_arr, boot),
