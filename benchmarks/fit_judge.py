@@ -283,23 +283,28 @@ def render(out: dict) -> str:
 
 
 def cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, precision, full_feats, ablation=True,
-             model_feats: tuple[str, ...] = (L.MODEL_FEATURE,)) -> dict:
+             model_feats: tuple[str, ...] = (L.MODEL_FEATURE,), lexical: dict | None = None) -> dict:
     """Out-of-fold predictions of every grading candidate under one cross-validation: the LM alone, the
     lexical stage (fit on every EVOUNA answer outside the fold), the full stage (fit on the sample outside the
     fold), the gated judge (the gate chosen inside the training part, by its own leave-one-system-out), and the
-    full stage less each feature."""
+    full stage less each feature. ``lexical``: an earlier call's result under the same folds, whose lexical stage
+    and gates (which no model feature changes) are reused rather than fit again."""
     n = len(ys)
     o = {k: np.full(n, np.nan) for k in ("p_lm", "p_lex", "p_full", "p_gated")}
     o["used_model"], o["gates"] = np.zeros(n, bool), []
     o["ablate"] = {f: np.full(n, np.nan) for f in full_feats} if ablation else {}
-    for (tr, te), (tr_all, _) in zip(cv, cv_all):
+    for i, ((tr, te), (tr_all, _)) in enumerate(zip(cv, cv_all)):
         o["p_lm"][te] = stage_probs(fit_stage(lo[tr], ys[tr], model_feats), lo[te])
-        lex_st = fit_stage(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL)
-        inner = crossfit(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL,
-                         folds(q_all[tr_all], [s for s, t in zip(sys_all, tr_all) if t], "system"))
-        g = choose_gate(inner, yall[tr_all], precision)
+        if lexical is None:
+            lex_st = fit_stage(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL)
+            inner = crossfit(Xall[tr_all], yall[tr_all], L.GRADE_LEXICAL,
+                             folds(q_all[tr_all], [s for s, t in zip(sys_all, tr_all) if t], "system"))
+            g = choose_gate(inner, yall[tr_all], precision)
+            o["p_lex"][te] = stage_probs(lex_st, Xs[te])
+        else:
+            g = lexical["gates"][i]
+            o["p_lex"][te] = lexical["p_lex"][te]
         o["gates"].append(g)
-        o["p_lex"][te] = stage_probs(lex_st, Xs[te])
         o["p_full"][te] = stage_probs(fit_stage(Xf[tr], ys[tr], full_feats), Xf[te])
         in_gate = (o["p_lex"][te] > g[0]) & (o["p_lex"][te] < g[1])
         o["used_model"][te] = in_gate
@@ -447,7 +452,7 @@ def main(argv=None) -> int:
                 continue
             feats = tuple(mf.split("+"))
             ov = cv_gated(Xall, yall, q_all, sys_all, Xs, np.column_stack([Xs, cols]), ys, cols, cv, cv_all,
-                          a.gate_precision, L.GRADE_LEXICAL + feats, ablation=False, model_feats=feats)
+                          a.gate_precision, L.GRADE_LEXICAL + feats, ablation=False, model_feats=feats, lexical=o)
             cand[f"lm_alone[{mf}]"] = ov["p_lm"] >= 0.5
             cand[f"learned_no_veto[{mf}]"] = ov["p_gated"] >= 0.5
             cand[f"learned[{mf}]"] = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5,

@@ -292,6 +292,7 @@ def stratified_corrected_reliability(conf: Any, correct: Any, strata: Sequence[s
     M, N = int(n_bins), len(c)
     edges = np.arange(M + 1) / M  # i / M exactly, so a confidence on an edge lands where a reader expects
     idx = np.minimum(np.searchsorted(edges, c, side="right") - 1, M - 1)  # [lo, hi); 1.0 into the last bin
+    in_stratum = {k: st == k for k in checked}
     bins, ece, cece = [], 0.0, 0.0
     for b in range(M):
         m = idx == b
@@ -300,9 +301,12 @@ def stratified_corrected_reliability(conf: Any, correct: Any, strata: Sequence[s
                "observed_acc": math.nan, "corrected_acc": math.nan}
         if nb:
             mc, acc = float(c[m].mean()), float(y[m].mean())
-            cacc = sum(float(np.sum(m & (st == k))) * float(_rg(y[m & (st == k)].mean(), r.sensitivity,
-                                                                 r.specificity))
-                       for k, r in checked.items() if np.any(m & (st == k))) / nb
+            cacc = 0.0
+            for k, r in checked.items():
+                mk = m & in_stratum[k]
+                if mk.any():
+                    cacc += float(mk.sum()) * float(_rg(y[mk].mean(), r.sensitivity, r.specificity))
+            cacc /= nb
             row.update(mean_conf=mc, observed_acc=acc, corrected_acc=cacc)
             ece += nb / N * abs(acc - mc)
             cece += nb / N * abs(cacc - mc)

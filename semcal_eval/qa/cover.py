@@ -692,9 +692,9 @@ def claims_alone(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_
     hedge or alternative near it, no rival item in its list (``defences``, default :data:`DEFENCES`). ``others``:
     the other golds' words, which name no rival."""
     on = DEFENCES if defences is None else defences
-    if "negation" in on and (_negated(toks, lo, hi) or _negated(toks, _phrase_start(toks, lo, gold), hi)):
-        return False
     start = _phrase_start(toks, lo, gold)
+    if "negation" in on and (_negated(toks, lo, hi) or (start < lo and _negated(toks, start, hi))):
+        return False
     if any(toks[i].text not in STOP_WORDS for i in range(start, lo)):
         lo = start  # the gold's wording said again, content words and all, is the claim the defences read
     if not alone:

@@ -60,6 +60,8 @@ MODEL_FEATURE = "lm_logodds"
 #: ``lm_logodds`` (log-odds on the real golds), ``lm_contrast`` (those less the log-odds on a stand-in gold,
 #: :func:`control_messages`) and both (``lm_logodds``, ``lm_control``)
 GRADE_MODEL = ("lm_contrast",)
+#: whether the grading form reads the stand-in prompt at all
+_NEEDS_CONTROL = bool(set(GRADE_MODEL) & {"lm_control", "lm_contrast"})
 #: the LM's log-odds are clipped to ±this before weighing (a saturated rater adds nothing past it)
 LOGODDS_CLIP = 12.0
 
@@ -185,9 +187,7 @@ def cover_evidence(answer: str, golds: Sequence[str], question: str = "") -> tup
 
 def grade_features(answer: str, golds: Sequence[str], question: str = "") -> dict[str, float]:
     """The grading form's lexical features (:data:`GRADE_LEXICAL`) of one answer against its gold aliases."""
-    from .grading import grade_strict
-
-    from .grading import _question_words
+    from .grading import _question_words, grade_strict
 
     words = [t.text for t in tokens(answer) if t.kind != "sep"]
     qwords = [w for w in _question_words(question) if w not in STOP_WORDS]
@@ -431,12 +431,12 @@ class LearnedJudge(Judge):
             elif why is not None or p <= lo or p >= hi:
                 self._grade_cache[k] = p
             else:
-                todo[k] = (grade_messages(a, g, question or ""), control_messages(a, g, question or ""))
+                todo[k] = (grade_messages(a, g, question or ""),
+                           control_messages(a, g, question or "") if _NEEDS_CONTROL else None)
                 feats[k] = x
         order = list(todo)
         real = self._logodds([todo[k][0] for k in order])
-        control = (self._logodds([todo[k][1] for k in order]) if set(GRADE_MODEL) & {"lm_control", "lm_contrast"}
-                   else [0.0] * len(order))
+        control = self._logodds([todo[k][1] for k in order]) if _NEEDS_CONTROL else [0.0] * len(order)
         for k, r, c in zip(order, real, control, strict=True):
             x = {**feats[k], "lm_logodds": r, "lm_control": c, "lm_contrast": r - c}
             self._grade_cache[k] = self.grade_w.full.prob(x)
