@@ -245,7 +245,8 @@ def test_correct_answers_people_accept_pass(learned_judge):
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="issue 51 open: padding still pays under the learned J as under cover's "
                    "(all-wrong group: honest -6.91, padded -3.45): its agreement form reads 'London blue house' and "
-                   "'London seven quick' as two claims too")
+                   "'London seven quick' as two claims too, and so does the 1.5B's (padded pairs median -2.64 "
+                   "log-odds, below rivals' -0.28: benchmarks/results/judge_humans/defence_probe.md)")
 def test_padding_a_wrong_answer_does_not_pay_in_csr(learned_judge):
     """The bar of issue 51: under cover's J a group's wrong answers padded with junk words scatter and earn more
     r_cal (all-wrong −0.691 honest vs −0.099 padded). Under the learned J, padding must not pay."""
@@ -268,3 +269,22 @@ def test_padding_a_wrong_answer_does_not_pay_in_csr(learned_judge):
     mixed = ["Paris"] * 4 + ["London"] * 4
     mixed_padded = ["Paris"] * 4 + [f"London {w}" for w in junk[:4]]
     assert r_cal(mixed_padded, [1] * 4 + [0] * 4) <= r_cal(mixed, [1] * 4 + [0] * 4) + 1e-9
+
+
+def test_defence_probe_tables_recompute_from_its_saved_scores():
+    """benchmarks/results/judge_humans/defence_probe.md is what the saved per-item scores give (no number typed
+    by hand), and the saved items are what the probe's seeded selection picks from the attacks' side."""
+    import probe_defence_model as P
+
+    saved = json.loads(P.OUT.with_suffix(".json").read_text())
+    assert P.summarise(saved) == P.OUT.with_suffix(".md").read_text()
+    assert [(p["q"], p["a"], p["b"]) for p in saved["pairs"]] == [(p["q"], p["a"], p["b"]) for p in P.select_pairs()]
+    for m in saved["models"].values():
+        assert len(m["grade_logodds"]) == len(m["control_logodds"]) == len(saved["items"])
+        assert len(m["agree_logodds"]) == len(saved["pairs"])
+    from semcal_eval.qa.grading import cover_refusal
+
+    # every saved item is one a defence refuses, attacks are wrong by construction
+    for x in saved["items"]:
+        assert cover_refusal(x["answer"], x["golds"], x["q"]) == x["why"], x["answer"][:80]
+        assert x["src"] == "evouna" or x["human"] == 0

@@ -1,0 +1,180 @@
+"""Can a catalogue model lift cover's defences where people disagree with them, and join padded answers? (issue 51)
+
+Two measurements, each one forward pass per message (the learned judge's prompts, semcal_eval/qa/learned.py):
+
+1. **Defences.** On EVOUNA, cover's defences (a rival beside the gold, an alternative, a list, a negation:
+   :func:`semcal_eval.qa.grading.cover_refusal`) refuse 920 of 24,133 answers, and people call 95 % of those
+   correct: the defences are most of cover's misses, and the learned judge's veto keeps them. They are there
+   for the attacks (:data:`research.answer_grammar.MODEL_JUDGE_ATTACKS` on tests/test_judge_adversaries.py's HAND
+   pairs: the gold quoted, denied, listed or hedged beside a wrong answer). A veto the model may lift is only
+   safe if the model's score separates the two: AUROC of people-correct defence-refused EVOUNA answers against
+   defence-refused attack answers, for the grading log-odds and the contrast against the stand-in gold, and the
+   share of each passing at the thresholds that let 20 / 10 / 6 % of attacks through.
+2. **Padding.** The agreement prompt's log-odds (both orders, averaged) for two wrong answers padded with
+   different junk words ("Lyon blue house" / "Lyon seven quick", which must agree or padding pays in CSR) beside
+   rivals ("Lyon" / "Paris", which must not) and paraphrases ("Lyon" / "The answer is Lyon.").
+
+    PYTHONPATH=. python benchmarks/probe_defence_model.py --models semcal:qwen2.5-coder-0.5b semcal:qwen2.5-coder-1.5b
+    PYTHONPATH=. python benchmarks/probe_defence_model.py --summarise       # the tables again, from the JSON
+
+(0.5B: ~3 min, 1.5B: ~9 min on 2 cores.) Selection is seeded (EVOUNA shuffled with seed 7, the first 160
+refused answers, 70 of them scored; 70 of the refused attack answers, seed 3). Writes
+benchmarks/results/judge_humans/defence_probe.{json,md}. A probe, not a fit: nothing here sets a weight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tests"))
+
+OUT = REPO / "benchmarks/results/judge_humans/defence_probe"
+N_EVOUNA, N_SCORED = 160, 70
+JUNK = ["blue house", "seven quick", "green tree", "old river", "red car", "tall door"]
+#: (question, a wrong answer, its rivals) for the agreement form
+PAIR_CASES = (
+    ("What is the capital of France?", "Lyon", ("Paris", "Marseille", "Rome")),
+    ("Who was the US president in 2010?", "Michelle Obama", ("Barack Obama", "George Bush", "Joe Biden")),
+    ("Which river flows through Lyon?", "the Seine", ("the Rhone", "the Thames", "the Loire")),
+    ("When did World War II end?", "1944", ("1945", "1939", "1918")),
+)
+
+
+def select_items() -> list[dict]:
+    """The defence-refused answers: EVOUNA's (people's verdict kept) and the attacks' (all wrong)."""
+    from bench_judge_humans import default_data_dir, load_evouna
+    from research.answer_grammar import MODEL_JUDGE_ATTACKS
+    from test_judge_adversaries import HAND
+
+    from semcal_eval.qa.grading import cover_refusal, golds_for_grading
+
+    rows, _ = load_evouna(default_data_dir())
+    random.seed(7)
+    random.shuffle(rows)
+    ev = []
+    for r in rows:
+        why = cover_refusal(r.answer, list(r.golds), r.question)
+        if why is not None:
+            ev.append(dict(src="evouna", kind=r.system, why=why, answer=r.answer,
+                           golds=list(golds_for_grading(r.golds)), q=r.question, human=int(r.human)))
+            if len(ev) >= N_EVOUNA:
+                break
+    att = []
+    for q, g, wrongs in HAND:
+        for w in wrongs:
+            for name, f in MODEL_JUDGE_ATTACKS.items():
+                a = f(w, g, q)
+                why = cover_refusal(a, [g], q)
+                if why is not None:
+                    att.append(dict(src="attack", kind=name, why=why, answer=a, golds=[g], q=q, human=0))
+    random.seed(3)
+    random.shuffle(att)
+    return ev[:N_SCORED] + att[:N_SCORED]
+
+
+def select_pairs() -> list[dict]:
+    pairs = []
+    for q, w, rivals in PAIR_CASES:
+        pads = [f"{w} {j}" for j in JUNK]
+        pairs += [dict(kind="padded/padded", q=q, a=pads[i], b=pads[i + 1]) for i in range(0, len(pads), 2)]
+        pairs.append(dict(kind="bare/padded", q=q, a=w, b=pads[0]))
+        pairs.append(dict(kind="Capitalised pads", q=q, a=f"{w} Blue House", b=f"{w} Seven Quick"))
+        pairs += [dict(kind="rival", q=q, a=w, b=r) for r in rivals]
+        pairs.append(dict(kind="rival, both padded", q=q, a=pads[1], b=f"{rivals[0]} {JUNK[2]}"))
+        pairs.append(dict(kind="paraphrase", q=q, a=w, b=f"The answer is {w}."))
+    return pairs
+
+
+def score(model: str, items: list[dict], pairs: list[dict]) -> dict:
+    from semcal_eval.qa import learned as L
+    from semcal_eval.qa.yesno import YesNoLM
+
+    lm = YesNoLM(model, batch_size=8)
+    t0 = time.perf_counter()
+    real = lm.logodds([L.grade_messages(x["answer"], tuple(x["golds"]), x["q"]) for x in items])
+    ctrl = lm.logodds([L.control_messages(x["answer"], tuple(x["golds"]), x["q"]) for x in items])
+    fwd = lm.logodds([L.agree_messages(p["a"], p["b"], p["q"]) for p in pairs])
+    bwd = lm.logodds([L.agree_messages(p["b"], p["a"], p["q"]) for p in pairs])
+    return {"grade_logodds": real, "control_logodds": ctrl, "agree_logodds": [(f + b) / 2 for f, b in zip(fwd, bwd)],
+            "wall_s": time.perf_counter() - t0}
+
+
+def summarise(out: dict) -> str:
+    from sklearn.metrics import roc_auc_score
+
+    items, pairs = out["items"], out["pairs"]
+    ev_ok = np.array([x["src"] == "evouna" and x["human"] == 1 for x in items])
+    att = np.array([x["src"] == "attack" for x in items])
+    n_ev = sum(x["src"] == "evouna" for x in items)
+    lines = ["# Can the model lift cover's defences, and join padded answers?", "",
+             f"`{out['command']}`. {n_ev} defence-refused EVOUNA answers ({int(ev_ok.sum())} people-correct), "
+             f"{int(att.sum())} defence-refused attack answers (all wrong). EVOUNA as a whole: "
+             f"{out['evouna_refused']['n']} answers refused by a defence, people-correct "
+             f"{out['evouna_refused']['people_correct']:.2f}.", "",
+             "## 1. Defences: people-correct EVOUNA answers vs attacks, among answers a defence refuses", "",
+             "| model | score | AUROC | EVOUNA-correct passing where 20 % / 10 % / 6 % of attacks pass |",
+             "|---|---|---|---|"]
+    for m, s in out["models"].items():
+        g, c = np.array(s["grade_logodds"]), np.array(s["control_logodds"])
+        for name, v in (("grading log-odds", g), ("contrast (real − stand-in gold)", g - c)):
+            auc = roc_auc_score(np.r_[np.ones(ev_ok.sum()), np.zeros(att.sum())], np.r_[v[ev_ok], v[att]])
+            cuts = [np.quantile(v[att], 1 - r) for r in (0.2, 0.1, 0.06)]
+            lines.append(f"| {m} | {name} | {auc:.3f} | " + " / ".join(f"{np.mean(v[ev_ok] >= t):.2f}" for t in cuts)
+                         + " |")
+    lines += ["", "The plain log-odds can be talked into yes by the answer (instruction and role-spoof attacks, "
+              "adversary_search/learned.md), so only the contrast may lift a veto.", "",
+              "## 2. Padding: the agreement prompt's log-odds (both orders), min / median / max", "",
+              "| pair | n | " + " | ".join(out["models"]) + " |", "|---|---|" + "---|" * len(out["models"])]
+    kinds = list(dict.fromkeys(p["kind"] for p in pairs))
+    for k in kinds:
+        idx = [i for i, p in enumerate(pairs) if p["kind"] == k]
+        cells = []
+        for s in out["models"].values():
+            v = np.array(s["agree_logodds"])[idx]
+            cells.append(f"{v.min():+.2f} / {np.median(v):+.2f} / {v.max():+.2f}")
+        lines.append(f"| {k} | {len(idx)} | " + " | ".join(cells) + " |")
+    lines += ["", "Padding stops paying only if padded pairs score like paraphrases, above rivals.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", nargs="+", default=["semcal:qwen2.5-coder-0.5b", "semcal:qwen2.5-coder-1.5b"])
+    ap.add_argument("--summarise", action="store_true", help="rewrite the .md from the saved .json")
+    a = ap.parse_args(argv)
+    path = OUT.with_suffix(".json")
+    if a.summarise:
+        out = json.loads(path.read_text())
+    else:
+        from bench_judge_humans import default_data_dir, load_evouna
+
+        from semcal_eval.qa.grading import cover_refusal
+
+        rows, _ = load_evouna(default_data_dir())
+        why = [(cover_refusal(r.answer, list(r.golds), r.question), r.human) for r in rows]
+        refused = [h for w, h in why if w is not None]
+        items, pairs = select_items(), select_pairs()
+        out = {"command": "PYTHONPATH=. python benchmarks/probe_defence_model.py --models " + " ".join(a.models),
+               "evouna_refused": {"n": len(refused), "people_correct": float(np.mean(refused)),
+                                  "by_defence": dict(collections.Counter(w for w, _ in why if w is not None))},
+               "items": items, "pairs": pairs, "models": {m: score(m, items, pairs) for m in a.models}}
+        path.write_text(json.dumps(out, indent=0) + "\n")
+    md = summarise(out)
+    OUT.with_suffix(".md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
