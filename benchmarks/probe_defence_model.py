@@ -17,8 +17,14 @@ Two measurements, each one forward pass per message (the learned judge's prompts
     PYTHONPATH=. python benchmarks/probe_defence_model.py --models semcal:qwen2.5-coder-0.5b semcal:qwen2.5-coder-1.5b
     PYTHONPATH=. python benchmarks/probe_defence_model.py --summarise       # the tables again, from the JSON
 
-(0.5B: ~3 min, 1.5B: ~9 min on 2 cores.) Selection is seeded (EVOUNA shuffled with seed 7, the first 160
-refused answers, 70 of them scored; 70 of the refused attack answers, seed 3). Writes
+3. **Lifting the veto.** The contrast's threshold is chosen on the attacks against the first half of HAND's
+   questions (the one passing 6 % of them: the shipped judge passes 3 of 26 honest wrong answers, 12 %) and
+   measured on the attacks against the other half, questions the choice never saw; on EVOUNA, the share of
+   refused answers it lifts among people-correct and people-wrong ones, and what that would change in agreement
+   on all of EVOUNA if a lifted answer were graded correct.
+
+(0.5B: ~5 min, 1.5B: ~20 min on 2 cores.) Selection is seeded (EVOUNA shuffled with seed 7, the first 160
+refused answers; the refused attack answers shuffled with seed 3). Writes
 benchmarks/results/judge_humans/defence_probe.{json,md}. A probe, not a fit: nothing here sets a weight.
 """
 
@@ -40,7 +46,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO / "tests"))
 
 OUT = REPO / "benchmarks/results/judge_humans/defence_probe"
-N_EVOUNA, N_SCORED = 160, 70
+N_EVOUNA = 160
 JUNK = ["blue house", "seven quick", "green tree", "old river", "red car", "tall door"]
 #: (question, a wrong answer, its rivals) for the agreement form
 PAIR_CASES = (
@@ -52,10 +58,8 @@ PAIR_CASES = (
 
 
 def select_items() -> list[dict]:
-    """The defence-refused answers: EVOUNA's (people's verdict kept) and the attacks' (all wrong)."""
+    """The defence-refused answers: EVOUNA's (people's verdict kept), then the attacks' (:func:`attack_items`)."""
     from bench_judge_humans import default_data_dir, load_evouna
-    from research.answer_grammar import MODEL_JUDGE_ATTACKS
-    from test_judge_adversaries import HAND
 
     from semcal_eval.qa.grading import cover_refusal, golds_for_grading
 
@@ -70,6 +74,16 @@ def select_items() -> list[dict]:
                            golds=list(golds_for_grading(r.golds)), q=r.question, human=int(r.human)))
             if len(ev) >= N_EVOUNA:
                 break
+    return ev + attack_items()
+
+
+def attack_items() -> list[dict]:
+    """Every attack answer (all wrong) that a defence refuses, in a seeded order; no data needed."""
+    from research.answer_grammar import MODEL_JUDGE_ATTACKS
+    from test_judge_adversaries import HAND
+
+    from semcal_eval.qa.grading import cover_refusal
+
     att = []
     for q, g, wrongs in HAND:
         for w in wrongs:
@@ -80,7 +94,7 @@ def select_items() -> list[dict]:
                     att.append(dict(src="attack", kind=name, why=why, answer=a, golds=[g], q=q, human=0))
     random.seed(3)
     random.shuffle(att)
-    return ev[:N_SCORED] + att[:N_SCORED]
+    return att
 
 
 def select_pairs() -> list[dict]:
@@ -145,7 +159,39 @@ def summarise(out: dict) -> str:
             cells.append(f"{v.min():+.2f} / {np.median(v):+.2f} / {v.max():+.2f}")
         lines.append(f"| {k} | {len(idx)} | " + " | ".join(cells) + " |")
     lines += ["", "Padding stops paying only if padded pairs score like paraphrases, above rivals.", ""]
+    lines += lift_lines(out, ev_ok, att)
     return "\n".join(lines)
+
+
+def lift_lines(out: dict, ev_ok: np.ndarray, att: np.ndarray) -> list[str]:
+    """Section 3: the contrast's threshold chosen on attacks against half of HAND's questions, measured on the
+    other half and on EVOUNA's refused answers."""
+    from test_judge_adversaries import HAND
+
+    items = out["items"]
+    choose_q = {q for q, _, _ in HAND[: len(HAND) // 2]}
+    pick = att & np.array([x["q"] in choose_q for x in items])
+    held = att & ~pick
+    ev = np.array([x["src"] == "evouna" for x in items])
+    ev_bad = ev & ~ev_ok
+    ref = out["evouna_refused"]
+    share, p_ok = ref["n"] / ref["n_answers"], ref["people_correct"]
+    lines = ["## 3. Lifting the veto where the contrast is high", "",
+             f"Threshold chosen on {int(pick.sum())} attack answers (HAND's first {len(HAND) // 2} questions), "
+             f"measured on {int(held.sum())} against the other questions; EVOUNA: {int(ev.sum())} refused answers "
+             f"({int(ev_bad.sum())} people-wrong). Change in agreement on all of EVOUNA ≈ {share:.3f} × "
+             f"(lifted | correct × {p_ok:.2f} − lifted | wrong × {1 - p_ok:.2f}), a lifted answer graded "
+             "correct.", "",
+             "| model | attacks passing when chosen | threshold | held-out attacks passing | EVOUNA lifted: correct / "
+             "wrong | agreement change, all EVOUNA |", "|---|---|---|---|---|---|"]
+    for m, s in out["models"].items():
+        v = np.array(s["grade_logodds"]) - np.array(s["control_logodds"])
+        for rate in (0.06, 0.10):
+            t = float(np.quantile(v[pick], 1 - rate))
+            lc, lw = float(np.mean(v[ev_ok] >= t)), float(np.mean(v[ev_bad] >= t)) if ev_bad.any() else 0.0
+            lines.append(f"| {m} | {np.mean(v[pick] >= t):.2f} | {t:+.2f} | {np.mean(v[held] >= t):.2f} | "
+                         f"{lc:.2f} / {lw:.2f} | {share * (lc * p_ok - lw * (1 - p_ok)):+.4f} |")
+    return lines + [""]
 
 
 def main(argv=None) -> int:
@@ -166,7 +212,8 @@ def main(argv=None) -> int:
         refused = [h for w, h in why if w is not None]
         items, pairs = select_items(), select_pairs()
         out = {"command": "PYTHONPATH=. python benchmarks/probe_defence_model.py --models " + " ".join(a.models),
-               "evouna_refused": {"n": len(refused), "people_correct": float(np.mean(refused)),
+               "evouna_refused": {"n": len(refused), "n_answers": len(rows),
+                                  "people_correct": float(np.mean(refused)),
                                   "by_defence": dict(collections.Counter(w for w, _ in why if w is not None))},
                "items": items, "pairs": pairs, "models": {m: score(m, items, pairs) for m in a.models}}
         path.write_text(json.dumps(out, indent=0) + "\n")

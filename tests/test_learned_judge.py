@@ -279,6 +279,7 @@ def test_defence_probe_tables_recompute_from_its_saved_scores():
     saved = json.loads(P.OUT.with_suffix(".json").read_text())
     assert P.summarise(saved) == P.OUT.with_suffix(".md").read_text()
     assert [(p["q"], p["a"], p["b"]) for p in saved["pairs"]] == [(p["q"], p["a"], p["b"]) for p in P.select_pairs()]
+    assert [x for x in saved["items"] if x["src"] == "attack"] == P.attack_items()
     for m in saved["models"].values():
         assert len(m["grade_logodds"]) == len(m["control_logodds"]) == len(saved["items"])
         assert len(m["agree_logodds"]) == len(saved["pairs"])
