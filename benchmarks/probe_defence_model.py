@@ -1,6 +1,6 @@
 """Can a catalogue model lift cover's defences where people disagree with them, and join padded answers? (issue 51)
 
-Two measurements, each one forward pass per message (the learned judge's prompts, semcal_eval/qa/learned.py):
+Three measurements, each one forward pass per message (the learned judge's prompts, semcal_eval/qa/learned.py):
 
 1. **Defences.** On EVOUNA, cover's defences (a rival beside the gold, an alternative, a list, a negation:
    :func:`semcal_eval.qa.grading.cover_refusal`) refuse 920 of 24,133 answers, and people call 95 % of those
@@ -14,14 +14,14 @@ Two measurements, each one forward pass per message (the learned judge's prompts
    different junk words ("Lyon blue house" / "Lyon seven quick", which must agree or padding pays in CSR) beside
    rivals ("Lyon" / "Paris", which must not) and paraphrases ("Lyon" / "The answer is Lyon.").
 
-    PYTHONPATH=. python benchmarks/probe_defence_model.py --models semcal:qwen2.5-coder-0.5b semcal:qwen2.5-coder-1.5b
-    PYTHONPATH=. python benchmarks/probe_defence_model.py --summarise       # the tables again, from the JSON
-
 3. **Lifting the veto.** The contrast's threshold is chosen on the attacks against the first half of HAND's
    questions (the one passing 6 % of them: the shipped judge passes 3 of 26 honest wrong answers, 12 %) and
    measured on the attacks against the other half, questions the choice never saw; on EVOUNA, the share of
    refused answers it lifts among people-correct and people-wrong ones, and what that would change in agreement
    on all of EVOUNA if a lifted answer were graded correct.
+
+    PYTHONPATH=. python benchmarks/probe_defence_model.py --models semcal:qwen2.5-coder-0.5b semcal:qwen2.5-coder-1.5b
+    PYTHONPATH=. python benchmarks/probe_defence_model.py --summarise       # the tables again, from the JSON
 
 (0.5B: ~5 min, 1.5B: ~20 min on 2 cores.) Selection is seeded (EVOUNA shuffled with seed 7, the first 160
 refused answers; the refused attack answers shuffled with seed 3). Writes
@@ -47,33 +47,20 @@ sys.path.insert(0, str(REPO / "tests"))
 
 OUT = REPO / "benchmarks/results/judge_humans/defence_probe"
 N_EVOUNA = 160
-JUNK = ["blue house", "seven quick", "green tree", "old river", "red car", "tall door"]
-#: (question, a wrong answer, its rivals) for the agreement form
-PAIR_CASES = (
-    ("What is the capital of France?", "Lyon", ("Paris", "Marseille", "Rome")),
-    ("Who was the US president in 2010?", "Michelle Obama", ("Barack Obama", "George Bush", "Joe Biden")),
-    ("Which river flows through Lyon?", "the Seine", ("the Rhone", "the Thames", "the Loire")),
-    ("When did World War II end?", "1944", ("1945", "1939", "1918")),
-)
+#: junk words per padded answer, and how many of HAND's questions the agreement pairs use
+N_PADS, N_PAIR_QUESTIONS = 6, 4
 
 
-def select_items() -> list[dict]:
-    """The defence-refused answers: EVOUNA's (people's verdict kept), then the attacks' (:func:`attack_items`)."""
-    from bench_judge_humans import default_data_dir, load_evouna
+def select_items(rows, refusals) -> list[dict]:
+    """The defence-refused answers: EVOUNA's (``rows`` with their :func:`cover_refusal` reasons; people's verdict
+    kept), then the attacks' (:func:`attack_items`)."""
+    from semcal_eval.qa.grading import golds_for_grading
 
-    from semcal_eval.qa.grading import cover_refusal, golds_for_grading
-
-    rows, _ = load_evouna(default_data_dir())
+    pairs = list(zip(rows, refusals))
     random.seed(7)
-    random.shuffle(rows)
-    ev = []
-    for r in rows:
-        why = cover_refusal(r.answer, list(r.golds), r.question)
-        if why is not None:
-            ev.append(dict(src="evouna", kind=r.system, why=why, answer=r.answer,
-                           golds=list(golds_for_grading(r.golds)), q=r.question, human=int(r.human)))
-            if len(ev) >= N_EVOUNA:
-                break
+    random.shuffle(pairs)
+    ev = [dict(src="evouna", kind=r.system, why=why, answer=r.answer, golds=list(golds_for_grading(r.golds)),
+               q=r.question, human=int(r.human)) for r, why in pairs if why is not None][:N_EVOUNA]
     return ev + attack_items()
 
 
@@ -98,9 +85,15 @@ def attack_items() -> list[dict]:
 
 
 def select_pairs() -> list[dict]:
+    """Agreement pairs on HAND's first questions: a wrong answer padded, beside its rivals (the gold and the other
+    wrong answers) and a paraphrase; the junk words are adversary_learned.py's."""
+    from adversary_learned import JUNK
+    from test_judge_adversaries import HAND
+
     pairs = []
-    for q, w, rivals in PAIR_CASES:
-        pads = [f"{w} {j}" for j in JUNK]
+    for q, gold, (w, *others) in HAND[:N_PAIR_QUESTIONS]:
+        rivals = (gold, *others)
+        pads = [f"{w} {j}" for j in JUNK[:N_PADS]]
         pairs += [dict(kind="padded/padded", q=q, a=pads[i], b=pads[i + 1]) for i in range(0, len(pads), 2)]
         pairs.append(dict(kind="bare/padded", q=q, a=w, b=pads[0]))
         pairs.append(dict(kind="Capitalised pads", q=q, a=f"{w} Blue House", b=f"{w} Seven Quick"))
@@ -208,13 +201,13 @@ def main(argv=None) -> int:
         from semcal_eval.qa.grading import cover_refusal
 
         rows, _ = load_evouna(default_data_dir())
-        why = [(cover_refusal(r.answer, list(r.golds), r.question), r.human) for r in rows]
-        refused = [h for w, h in why if w is not None]
-        items, pairs = select_items(), select_pairs()
+        refusals = [cover_refusal(r.answer, list(r.golds), r.question) for r in rows]
+        refused = [r.human for r, w in zip(rows, refusals) if w is not None]
+        items, pairs = select_items(rows, refusals), select_pairs()
         out = {"command": "PYTHONPATH=. python benchmarks/probe_defence_model.py --models " + " ".join(a.models),
                "evouna_refused": {"n": len(refused), "n_answers": len(rows),
                                   "people_correct": float(np.mean(refused)),
-                                  "by_defence": dict(collections.Counter(w for w, _ in why if w is not None))},
+                                  "by_defence": dict(collections.Counter(w for w in refusals if w is not None))},
                "items": items, "pairs": pairs, "models": {m: score(m, items, pairs) for m in a.models}}
         path.write_text(json.dumps(out, indent=0) + "\n")
     md = summarise(out)
