@@ -25,7 +25,8 @@ Three measurements, each one forward pass per message (the learned judge's promp
 
 (0.5B: ~5 min, 1.5B: ~20 min on 2 cores.) Selection is seeded (EVOUNA shuffled with seed 7, the first 160
 refused answers; the refused attack answers shuffled with seed 3). Writes
-benchmarks/results/judge_humans/defence_probe.{json,md}. A probe, not a fit: nothing here sets a weight.
+benchmarks/results/judge_humans/defence_probe.{json,md} (EVOUNA answers by key only, as fit_judge's cache). A
+probe, not a fit: nothing here sets a weight.
 """
 
 from __future__ import annotations
@@ -52,16 +53,29 @@ N_PADS, N_PAIR_QUESTIONS = 6, 4
 
 
 def select_items(rows, refusals) -> list[dict]:
-    """The defence-refused answers: EVOUNA's (``rows`` with their :func:`cover_refusal` reasons; people's verdict
-    kept), then the attacks' (:func:`attack_items`)."""
-    from semcal_eval.qa.grading import golds_for_grading
-
+    """The defence-refused answers: EVOUNA's (``rows`` with their :func:`cover_refusal` reasons), named by key
+    only (dataset, question index, system: no EVOUNA text or verdict is saved in the repo; :func:`joined` reads
+    them back), then the attacks' (:func:`attack_items`)."""
     pairs = list(zip(rows, refusals))
     random.seed(7)
     random.shuffle(pairs)
-    ev = [dict(src="evouna", kind=r.system, why=why, answer=r.answer, golds=list(golds_for_grading(r.golds)),
-               q=r.question, human=int(r.human)) for r, why in pairs if why is not None][:N_EVOUNA]
-    return ev + attack_items()
+    ev = [dict(src="evouna", ds=r.ds, qi=r.qi, kind=r.system, why=why) for r, why in pairs if why is not None]
+    return ev[:N_EVOUNA] + attack_items()
+
+
+def joined(items: list[dict], rows) -> list[dict]:
+    """``items`` with each EVOUNA key's answer, golds, question and people's verdict read from ``rows``."""
+    from semcal_eval.qa.grading import golds_for_grading
+
+    by_key = {(r.ds, r.qi, r.system): r for r in rows}
+    out = []
+    for x in items:
+        if x["src"] == "evouna":
+            r = by_key[(x["ds"], x["qi"], x["kind"])]
+            x = {**x, "answer": r.answer, "golds": list(golds_for_grading(r.golds)), "q": r.question,
+                 "human": int(r.human)}
+        out.append(x)
+    return out
 
 
 def attack_items() -> list[dict]:
@@ -117,10 +131,11 @@ def score(model: str, items: list[dict], pairs: list[dict]) -> dict:
             "wall_s": time.perf_counter() - t0}
 
 
-def summarise(out: dict) -> str:
+def summarise(out: dict, items: list[dict]) -> str:
+    """The tables, from the saved scores and ``items`` (the saved ones :func:`joined` with EVOUNA)."""
     from sklearn.metrics import roc_auc_score
 
-    items, pairs = out["items"], out["pairs"]
+    pairs = out["pairs"]
     ev_ok = np.array([x["src"] == "evouna" and x["human"] == 1 for x in items])
     att = np.array([x["src"] == "attack" for x in items])
     n_ev = sum(x["src"] == "evouna" for x in items)
@@ -152,16 +167,15 @@ def summarise(out: dict) -> str:
             cells.append(f"{v.min():+.2f} / {np.median(v):+.2f} / {v.max():+.2f}")
         lines.append(f"| {k} | {len(idx)} | " + " | ".join(cells) + " |")
     lines += ["", "Padding stops paying only if padded pairs score like paraphrases, above rivals.", ""]
-    lines += lift_lines(out, ev_ok, att)
+    lines += lift_lines(out, items, ev_ok, att)
     return "\n".join(lines)
 
 
-def lift_lines(out: dict, ev_ok: np.ndarray, att: np.ndarray) -> list[str]:
+def lift_lines(out: dict, items: list[dict], ev_ok: np.ndarray, att: np.ndarray) -> list[str]:
     """Section 3: the contrast's threshold chosen on attacks against half of HAND's questions, measured on the
     other half and on EVOUNA's refused answers."""
     from test_judge_adversaries import HAND
 
-    items = out["items"]
     choose_q = {q for q, _, _ in HAND[: len(HAND) // 2]}
     pick = att & np.array([x["q"] in choose_q for x in items])
     held = att & ~pick
@@ -192,25 +206,27 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="+", default=["semcal:qwen2.5-coder-0.5b", "semcal:qwen2.5-coder-1.5b"])
     ap.add_argument("--summarise", action="store_true", help="rewrite the .md from the saved .json")
     a = ap.parse_args(argv)
+    from bench_judge_humans import default_data_dir, load_evouna
+
     path = OUT.with_suffix(".json")
+    rows, _ = load_evouna(default_data_dir())
     if a.summarise:
         out = json.loads(path.read_text())
+        items = joined(out["items"], rows)
     else:
-        from bench_judge_humans import default_data_dir, load_evouna
-
         from semcal_eval.qa.grading import cover_refusal
 
-        rows, _ = load_evouna(default_data_dir())
         refusals = [cover_refusal(r.answer, list(r.golds), r.question) for r in rows]
         refused = [r.human for r, w in zip(rows, refusals) if w is not None]
-        items, pairs = select_items(rows, refusals), select_pairs()
+        keys, pairs = select_items(rows, refusals), select_pairs()
+        items = joined(keys, rows)
         out = {"command": "PYTHONPATH=. python benchmarks/probe_defence_model.py --models " + " ".join(a.models),
                "evouna_refused": {"n": len(refused), "n_answers": len(rows),
                                   "people_correct": float(np.mean(refused)),
                                   "by_defence": dict(collections.Counter(w for w in refusals if w is not None))},
-               "items": items, "pairs": pairs, "models": {m: score(m, items, pairs) for m in a.models}}
+               "items": keys, "pairs": pairs, "models": {m: score(m, items, pairs) for m in a.models}}
         path.write_text(json.dumps(out, indent=0) + "\n")
-    md = summarise(out)
+    md = summarise(out, items)
     OUT.with_suffix(".md").write_text(md)
     print(md)
     return 0

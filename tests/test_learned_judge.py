@@ -271,21 +271,40 @@ def test_padding_a_wrong_answer_does_not_pay_in_csr(learned_judge):
     assert r_cal(mixed_padded, [1] * 4 + [0] * 4) <= r_cal(mixed, [1] * 4 + [0] * 4) + 1e-9
 
 
-def test_defence_probe_tables_recompute_from_its_saved_scores():
-    """benchmarks/results/judge_humans/defence_probe.md is what the saved per-item scores give (no number typed
-    by hand), and the saved items are what the probe's seeded selection picks from the attacks' side."""
+def test_defence_probe_saves_no_evouna_text_and_its_attack_side_is_what_the_probe_picks():
+    """benchmarks/results/judge_humans/defence_probe.json names EVOUNA answers by key only (no data in the repo),
+    its attack items and pairs are what the probe's seeded selection gives, and every attack item is one a
+    defence refuses."""
     import probe_defence_model as P
 
+    from semcal_eval.qa.grading import cover_refusal
+
     saved = json.loads(P.OUT.with_suffix(".json").read_text())
-    assert P.summarise(saved) == P.OUT.with_suffix(".md").read_text()
+    assert all(set(x) == {"src", "ds", "qi", "kind", "why"} for x in saved["items"] if x["src"] == "evouna")
     assert [(p["q"], p["a"], p["b"]) for p in saved["pairs"]] == [(p["q"], p["a"], p["b"]) for p in P.select_pairs()]
-    assert [x for x in saved["items"] if x["src"] == "attack"] == P.attack_items()
+    attacks = [x for x in saved["items"] if x["src"] == "attack"]
+    assert attacks == P.attack_items()
     for m in saved["models"].values():
         assert len(m["grade_logodds"]) == len(m["control_logodds"]) == len(saved["items"])
         assert len(m["agree_logodds"]) == len(saved["pairs"])
+    for x in attacks:
+        assert cover_refusal(x["answer"], x["golds"], x["q"]) == x["why"] and x["human"] == 0, x["answer"][:80]
+
+
+def test_defence_probe_tables_recompute_from_its_saved_scores():
+    """defence_probe.md is what the saved scores give once the EVOUNA keys are read back (no number typed by
+    hand), and each EVOUNA item is one a defence refuses."""
+    import probe_defence_model as P
+    from bench_judge_humans import default_data_dir, load_evouna
+
     from semcal_eval.qa.grading import cover_refusal
 
-    # every saved item is one a defence refuses, attacks are wrong by construction
-    for x in saved["items"]:
+    try:
+        rows, _ = load_evouna(default_data_dir())
+    except FileNotFoundError as e:
+        pytest.skip(f"EVOUNA data not found: {e}")
+    saved = json.loads(P.OUT.with_suffix(".json").read_text())
+    items = P.joined(saved["items"], rows)
+    assert P.summarise(saved, items) == P.OUT.with_suffix(".md").read_text()
+    for x in items:
         assert cover_refusal(x["answer"], x["golds"], x["q"]) == x["why"], x["answer"][:80]
-        assert x["src"] == "evouna" or x["human"] == 0
