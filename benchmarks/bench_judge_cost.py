@@ -63,15 +63,15 @@ def step_cover(step) -> tuple[float, float]:
     return t1 - t0, time.perf_counter() - t1
 
 
-def step_learned(step, judge: LearnedJudge, pairs: bool) -> tuple[float, float, int]:
-    calls0 = judge.model_calls
+def step_learned(step, judge: LearnedJudge, pairs: bool) -> tuple[float, float, int, int]:
+    calls0, lift0 = judge.model_calls, judge.lift_calls
     t0 = time.perf_counter()
     judge.grade_probs([(a, g, q) for q, g, rolls in step for a in rolls])
     t1 = time.perf_counter()
     if pairs:
         for q, _, rolls in step:
             judge.agree_probs(q, [(rolls[i], rolls[j]) for i in range(len(rolls)) for j in range(i + 1, len(rolls))])
-    return t1 - t0, time.perf_counter() - t1, judge.model_calls - calls0
+    return t1 - t0, time.perf_counter() - t1, judge.model_calls - calls0, judge.lift_calls - lift0
 
 
 def main(argv=None) -> int:
@@ -88,11 +88,13 @@ def main(argv=None) -> int:
     steps = [all_groups[s * a.prompts:(s + 1) * a.prompts] for s in range(a.steps)]
     t0 = time.perf_counter()
     judge = LearnedJudge(device=a.device)
-    judge.lm  # noqa: B018  load the model before timing
+    judge.lm  # noqa: B018  load the models before timing
+    if judge.lift is not None:
+        judge.lift_lm  # noqa: B018
     load_s = time.perf_counter() - t0
     res = {"cover": [], "learned": []}
     for step in steps:
-        res["cover"].append(step_cover(step) + (0,))
+        res["cover"].append(step_cover(step) + (0, 0))
         judge._grade_cache.clear()
         judge._agree_cache.clear()
         res["learned"].append(step_learned(step, judge, pairs=True))
@@ -100,26 +102,28 @@ def main(argv=None) -> int:
     n_pairs = a.prompts * a.k * (a.k - 1) // 2
     table = {}
     for name, r in res.items():
-        g, p, calls = (np.array(x, dtype=float) for x in zip(*r))
+        g, p, calls, lift = (np.array(x, dtype=float) for x in zip(*r))
         table[name] = {"grade_s_per_answer": float(g.mean() / n_ans), "agree_s_per_pair": float(p.mean() / n_pairs),
                        "grade_s_per_step": float(g.mean()), "agree_s_per_step": float(p.mean()),
-                       "step_s": float((g + p).mean()), "model_calls_per_step": float(calls.mean())}
+                       "step_s": float((g + p).mean()), "model_calls_per_step": float(calls.mean()),
+                       "lift_calls_per_step": float(lift.mean())}
     base = table["cover"]
     for name, t in table.items():
         t["step_ratio_to_cover"] = t["step_s"] / base["step_s"]
         t["grade_ratio_to_cover"] = t["grade_s_per_step"] / base["grade_s_per_step"]
     out = {"steps": a.steps, "prompts": a.prompts, "k": a.k, "seed": a.seed, "device": a.device,
-           "model": judge.model_name, "judge": judge.version, "model_load_s": load_s, "cpus": os.cpu_count(),
+           "model": judge.model_name, "lift_model": judge.lift_model_name if judge.lift else None,
+           "judge": judge.version, "model_load_s": load_s, "cpus": os.cpu_count(),
            "load": os.getloadavg(), "table": table}
     a.out.write_text(json.dumps(out, indent=1) + "\n")
     print(f"one GRPO step = {a.prompts} prompts × K = {a.k} ({n_ans} answers graded, {n_pairs} pairs judged); "
           f"model load {load_s:.1f} s (once)")
     print("| judge | s / answer (grade) | s / pair (agree) | grade s / step | agree s / step | step s | × cover | "
-          "model calls / step |\n|---|---|---|---|---|---|---|---|")
+          "model calls / step | lift model calls / step |\n|---|---|---|---|---|---|---|---|---|")
     for name, t in table.items():
         print(f"| {name} | {t['grade_s_per_answer']:.4f} | {t['agree_s_per_pair']:.4f} | {t['grade_s_per_step']:.2f} "
               f"| {t['agree_s_per_step']:.2f} | {t['step_s']:.2f} | {t['step_ratio_to_cover']:.1f} | "
-              f"{t['model_calls_per_step']:.0f} |")
+              f"{t['model_calls_per_step']:.0f} | {t['lift_calls_per_step']:.0f} |")
     return 0
 
 

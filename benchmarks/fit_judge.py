@@ -242,7 +242,9 @@ def render(out: dict) -> str:
         lines += [f"### {title}", "", f"The model's feature: `{res.get('model_feature', L.MODEL_FEATURE)}`; a name in "
                   "brackets is the same judge (gate, vetoes) with another model feature.", "", "| judge | NQ agreement [CI] | NQ kappa | TQ agreement [CI] | TQ kappa | "
                   "NQ FPR / FNR | TQ FPR / FNR | worst system (NQ, TQ) |", "|---|---|---|---|---|---|---|---|"]
-        names = ["cover", "lm_alone", "lexical", "lexical_veto", "full_no_gate", "learned_no_veto", "learned"]
+        names = ["cover", "lm_alone", "lexical", "lexical_veto", "full_no_gate", "learned_no_veto",
+                 "learned_no_lift", "learned"]
+        names = [n for n in names if n in res]
         names += sorted(k for k in res if "[" in k)
         for name in names:
             r = res[name]
@@ -265,6 +267,17 @@ def render(out: dict) -> str:
                   "What each veto pays (agreement with it less without it, pooled; answers it applies to): "
                   + ", ".join(f"{v} {g:+.4f} ({res['veto_counts'][v.removeprefix('veto ')]})"
                               for v, g in res["veto_agreement_gain"].items()), ""]
+    lift = out.get("lift") or {}
+    if lift:
+        dl = out["results"]["grade"]["system"]["learned"].get("diff_vs_no_lift_ci", {})
+        lines += ["## The veto lift", "", f"{lift['model']}'s contrast above the defence's threshold "
+                  "(probe_defence_model.lift_thresholds: the highest of the attacks against half of HAND's "
+                  "questions, plus a margin of 0.05) lifts the veto: " + ", ".join(f"{d} {t:+.2f}" for d, t in lift["thresholds"].items())
+                  + f". In the sample: {lift['n_liftable']} answers a liftable defence refused, {lift['n_lifted']} "
+                  f"lifted ({lift['lifted_people_correct']} of them people-correct); by defence, refused / lifted: "
+                  + ", ".join(f"{d} {v['refused']} / {v['lifted']}" for d, v in lift["by_defence"].items())
+                  + (f". learned − learned_no_lift, leave one system out: NQ [{dl['NQ'][0]:+.3f}, "
+                     f"{dl['NQ'][1]:+.3f}], TQ [{dl['TQ'][0]:+.3f}, {dl['TQ'][1]:+.3f}]." if dl else "."), ""]
     g = out["gate_report"]
     lines += ["## The gate", "", f"Lexical-stage probability outside ({g['gate'][0]:.3f}, {g['gate'][1]:.3f}) is "
               f"final: {g['share_gated']:.2f} of all EVOUNA answers, agreeing with people on "
@@ -316,6 +329,21 @@ def cv_gated(Xall, yall, q_all, sys_all, Xs, Xf, ys, lo, cv, cv_all, precision, 
     return o
 
 
+def lift_spec(model: str) -> dict:
+    """The veto lift's thresholds for ``model``, chosen on the attacks' saved scores
+    (probe_defence_model.lift_thresholds; the probe must have scored ``model``)."""
+    from probe_defence_model import OUT, lift_thresholds
+
+    out = json.loads(OUT.with_suffix(".json").read_text())
+    if model not in out["models"]:
+        raise SystemExit(f"fit_judge: the defence probe has no scores for {model}: run "
+                         f"`python benchmarks/probe_defence_model.py --models {model}` first, or --lift-model none")
+    lt = lift_thresholds(out, model)
+    lt["chosen_on"] = ("benchmarks/results/judge_humans/defence_probe.json: per defence, the highest contrast of "
+                       "the attacks against HAND's first half of questions")
+    return lt
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=None)
@@ -330,7 +358,14 @@ def main(argv=None) -> int:
     ap.add_argument("--weights-dir", type=Path, default=L.WEIGHTS_DIR)
     ap.add_argument("--render", type=Path, default=None, help="only write the report of this results JSON")
     ap.add_argument("--balanced", action="store_true", help="fit every stage with class_weight='balanced'")
+    ap.add_argument("--lift-model", default=None, help="the model whose contrast may lift a defence's veto "
+                    "(default: probe_defence_model.LIFT_MODEL; 'none': no lift)")
     a = ap.parse_args(argv)
+    if a.lift_model is None:
+        from probe_defence_model import LIFT_MODEL
+
+        a.lift_model = LIFT_MODEL
+    a.lift_model = None if a.lift_model == "none" else a.lift_model
     global CLASS_WEIGHT
     CLASS_WEIGHT = "balanced" if a.balanced else None
     if a.render:
@@ -414,14 +449,40 @@ def main(argv=None) -> int:
     results: dict = {"grade": {}, "agree": {}}
     cover = np.array([grade_cover(r.answer, list(r.golds), r.question) for r in srows])
     # the model reads the same messages the log-odds were cached for: no EVOUNA answer holds a prompt escape
-    escaped = [r.answer for r in rows if L.PROMPT_ESCAPES.search(r.answer)]
+    escaped = [r.answer for r in rows if L.PROMPT_ESCAPES.search(r.answer) or L.fold_lookalikes(r.answer) != r.answer]
     if escaped:
-        raise SystemExit(f"fit_judge: {len(escaped)} EVOUNA answers hold a prompt escape (e.g. {escaped[0][:60]!r}): "
+        raise SystemExit(f"fit_judge: {len(escaped)} EVOUNA answers hold a prompt escape or a look-alike spelling (e.g. {escaped[0][:60]!r}): "
                          "their cached log-odds were read on other messages; re-key the cache")
     vetoes = np.array([L.grade_veto(r.answer, list(r.golds), r.question, dict(zip(L.GRADE_LEXICAL, Xs[i]))) or ""
                        for i, r in enumerate(srows)])
     defence = np.char.startswith(vetoes.astype(str), "defence:")
     no_evidence = vetoes == "no_evidence"
+    # the veto lift: a second model's contrast on the answers a liftable defence refused, above that defence's
+    # attack-chosen threshold (probe_defence_model.lift_thresholds: no EVOUNA in the choice)
+    lift = lift_spec(a.lift_model) if a.lift_model else None
+    lifted = np.zeros(len(srows), bool)
+    lift_report = {}
+    if lift is not None:
+        th = lift["thresholds"]
+        todo = [k for k, v in enumerate(vetoes.tolist()) if v.removeprefix("defence:") in th]
+        lift_path = a.out / f"lm_logodds_{lift['model'].removeprefix('semcal:').replace('/', '_')}.jsonl"
+        lift_cache = model_cache(lift_path)
+        key = lambda k, h: (srows[k].ds, srows[k].qi, srows[k].system, h)  # noqa: E731
+        lwant = [(key(k, g_sha), L.grade_messages(srows[k].answer, srows[k].golds, srows[k].question)) for k in todo]
+        lwant += [(key(k, c_sha), L.control_messages(srows[k].answer, srows[k].golds, srows[k].question))
+                  for k in todo]
+        lift_s = 0.0 if a.score_only else score_missing(lift_cache, lift_path, lwant, lift["model"], a.batch)
+        contrast = {k: (max(-CLIP, min(CLIP, lift_cache[key(k, g_sha)])) - max(-CLIP, min(CLIP, lift_cache[key(k, c_sha)])))
+                    for k in todo if key(k, g_sha) in lift_cache and key(k, c_sha) in lift_cache}
+        for k, c in contrast.items():
+            lifted[k] = c > th[vetoes[k].removeprefix("defence:")]
+        lift_report = {"model": lift["model"], "thresholds": th, "n_liftable": len(todo), "n_scored": len(contrast),
+                       "n_lifted": int(lifted.sum()), "lifted_people_correct": int((lifted & human).sum()),
+                       "seconds_this_run": lift_s,
+                       "by_defence": {d: {"refused": int(np.sum(vetoes == f"defence:{d}")),
+                                          "lifted": int(np.sum(lifted & (vetoes == f"defence:{d}")))}
+                                      for d in th}}
+        print(f"[lift] {lift_report}", flush=True)
     for scheme in ("question", "system"):
         cv = folds(np.array([f"{r.ds}:{r.qi}" for r in srows]), [(r.system,) for r in srows], scheme)
         # the lexical stage and the gate are fit on all EVOUNA rows outside the held-out fold
@@ -441,11 +502,16 @@ def main(argv=None) -> int:
         p_lm, p_lex, p_full, p_gated, used_model, gates, ablate = (o[k] for k in (
             "p_lm", "p_lex", "p_full", "p_gated", "used_model", "gates", "ablate"))
         # what ships: a defence's veto makes the answer wrong; without lexical evidence the lexical stage decides
-        ship = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5, p_gated >= 0.5))
+        no_lift = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5, p_gated >= 0.5))
+        # a lifted veto: the answer is graded as if no defence had fired (the gated judge)
+        ship = np.where(lifted, p_gated >= 0.5, no_lift)
         # the judge without a model: the lexical stage under the same defence vetoes
         cand = {"cover": cover, "lm_alone": p_lm >= 0.5, "lexical": p_lex >= 0.5,
                 "lexical_veto": (p_lex >= 0.5) & ~defence, "full_no_gate": p_full >= 0.5,
                 "learned_no_veto": p_gated >= 0.5, "learned": ship}
+        if lift is not None:
+            cand["learned_no_lift"] = no_lift
+            cand["learned[lifted→correct]"] = np.where(lifted, True, no_lift)
         # the other model features, each in the judge as shipped (gate and vetoes the same)
         for mf, cols in model_cols.items():
             if mf == ship_model:
@@ -455,8 +521,8 @@ def main(argv=None) -> int:
                           a.gate_precision, L.GRADE_LEXICAL + feats, ablation=False, model_feats=feats, lexical=o)
             cand[f"lm_alone[{mf}]"] = ov["p_lm"] >= 0.5
             cand[f"learned_no_veto[{mf}]"] = ov["p_gated"] >= 0.5
-            cand[f"learned[{mf}]"] = np.where(defence, False, np.where(no_evidence, p_lex >= 0.5,
-                                                                         ov["p_gated"] >= 0.5))
+            cand[f"learned[{mf}]"] = np.where(lifted, ov["p_gated"] >= 0.5, np.where(
+                defence, False, np.where(no_evidence, p_lex >= 0.5, ov["p_gated"] >= 0.5)))
         res = {name: summarise(pred, human, ds_arr, sys_arr, boot) for name, pred in cand.items()}
         res["model_feature"] = ship_model
         # what each veto costs in agreement with people (pooled; < 0: the veto loses agreement)
@@ -469,6 +535,9 @@ def main(argv=None) -> int:
         res["learned"]["gates"] = gates
         res["learned"]["diff_vs_cover_ci"] = {ds: boot.diff_ci(ship, cover, human, ds_arr == ds)
                                               for ds in ("NQ", "TQ")}
+        if lift is not None:
+            res["learned"]["diff_vs_no_lift_ci"] = {ds: boot.diff_ci(ship, no_lift, human, ds_arr == ds)
+                                                    for ds in ("NQ", "TQ")}
         res["learned"]["diff_vs_lexical_veto_ci"] = {ds: boot.diff_ci(ship, cand["lexical_veto"], human,
                                                                       ds_arr == ds) for ds in ("NQ", "TQ")}
         if scheme == "system":
@@ -521,19 +590,22 @@ def main(argv=None) -> int:
 
     # ---------------------------------------------------------------- the shipped weights, fit on everything
     grade_w = L.JudgeWeights("grade", fit_stage(Xall, yall, L.GRADE_LEXICAL), gate, fit_stage(Xf, ys, full_feats),
-                             a.model, L._model_sha(a.model), g_sha, data_sha)
+                             a.model, L._model_sha(a.model), g_sha, data_sha,
+                             lift=None if lift is None else L.Lift(lift["model"], L._model_sha(lift["model"]),
+                                                                  dict(lift["thresholds"]), lift["chosen_on"]))
     a.weights_dir.mkdir(parents=True, exist_ok=True)
     (a.weights_dir / "grade.json").write_text(json.dumps(grade_w.to_json(), indent=1) + "\n")
     if agree_w is not None:
         (a.weights_dir / "agree.json").write_text(json.dumps(agree_w.to_json(), indent=1) + "\n")
     (a.weights_dir / "card.json").write_text(json.dumps({
         "generated_by": "benchmarks/fit_judge.py", "model": a.model, "seed": SEED, "data_sha256": data_sha,
+        "lift_model": lift["model"] if lift is not None else None,
         "scheme": "leave one answering system out (EVOUNA: fid, gpt35, chatgpt, gpt4, newbing), out-of-fold",
         "n": len(idx), "graders": {grade_w.version: card["learned"], "cover": card["cover"]}},
         indent=1, default=float) + "\n")
     out = {"seed": SEED, "model": a.model, "class_weight": CLASS_WEIGHT, "questions_per_dataset": a.questions, "pair_questions": a.pair_questions,
            "n_sample_answers": len(idx), "data": info, "gate_report": gate_report, "lm_seconds_this_run": lm_s,
-           "results": results, "wall_s": time.perf_counter() - t_start,
+           "results": results, "lift": lift_report, "wall_s": time.perf_counter() - t_start,
            "load": os.getloadavg()}
     (a.out / f"fit_{slug}.json").write_text(json.dumps(out, indent=1, default=float) + "\n")
     (a.out / f"fit_{slug}.md").write_text(render(json.loads(json.dumps(out, default=float))))

@@ -12,7 +12,8 @@ Three measurements, each one forward pass per message (the learned judge's promp
    share of each passing at the thresholds that let 20 / 10 / 6 % of attacks through.
 2. **Padding.** The agreement prompt's log-odds (both orders, averaged) for two wrong answers padded with
    different junk words ("Lyon blue house" / "Lyon seven quick", which must agree or padding pays in CSR) beside
-   rivals ("Lyon" / "Paris", which must not) and paraphrases ("Lyon" / "The answer is Lyon.").
+   rivals ("Lyon" / "Paris", which must not) and paraphrases ("Lyon" / "The answer is Lyon."); and the same
+   pairs read by the grading prompt, each answer the other's one gold (its "extra explanation is fine").
 
 3. **Lifting the veto.** The contrast's threshold is chosen on the attacks against the first half of HAND's
    questions (the one passing 6 % of them: the shipped judge passes 3 of 26 honest wrong answers, 12 %) and
@@ -22,6 +23,7 @@ Three measurements, each one forward pass per message (the learned judge's promp
 
     PYTHONPATH=. python benchmarks/probe_defence_model.py --models semcal:qwen2.5-coder-0.5b semcal:qwen2.5-coder-1.5b
     PYTHONPATH=. python benchmarks/probe_defence_model.py --summarise       # the tables again, from the JSON
+    PYTHONPATH=. python benchmarks/probe_defence_model.py --gradeform-pairs # + the pairs by the grading prompt
 
 (0.5B: ~5 min, 1.5B: ~20 min on 2 cores.) Selection is seeded (EVOUNA shuffled with seed 7, the first 160
 refused answers; the refused attack answers shuffled with seed 3). Writes
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import random
 import sys
 import time
@@ -117,6 +120,18 @@ def select_pairs() -> list[dict]:
     return pairs
 
 
+def score_gradeform_pairs(model: str, pairs: list[dict]) -> list[float]:
+    """The pairs read by the *grading* prompt, each answer once as the other's only gold (both orders,
+    averaged): "extra explanation is fine" may let junk words pass where the agreement prompt reads two claims."""
+    from semcal_eval.qa import learned as L
+    from semcal_eval.qa.yesno import YesNoLM
+
+    lm = YesNoLM(model, batch_size=8)
+    fwd = lm.logodds([L.grade_messages(p["a"], (p["b"],), p["q"]) for p in pairs])
+    bwd = lm.logodds([L.grade_messages(p["b"], (p["a"],), p["q"]) for p in pairs])
+    return [(f + b) / 2 for f, b in zip(fwd, bwd)]
+
+
 def score(model: str, items: list[dict], pairs: list[dict]) -> dict:
     from semcal_eval.qa import learned as L
     from semcal_eval.qa.yesno import YesNoLM
@@ -156,18 +171,26 @@ def summarise(out: dict, items: list[dict]) -> str:
                          + " |")
     lines += ["", "The plain log-odds can be talked into yes by the answer (instruction and role-spoof attacks, "
               "adversary_search/learned.md), so only the contrast may lift a veto.", "",
-              "## 2. Padding: the agreement prompt's log-odds (both orders), min / median / max", "",
-              "| pair | n | " + " | ".join(out["models"]) + " |", "|---|---|" + "---|" * len(out["models"])]
+              "## 2. Padding: the log-odds that two answers agree (both orders), min / median / max"]
     kinds = list(dict.fromkeys(p["kind"] for p in pairs))
-    for k in kinds:
-        idx = [i for i, p in enumerate(pairs) if p["kind"] == k]
-        cells = []
-        for s in out["models"].values():
-            v = np.array(s["agree_logodds"])[idx]
-            cells.append(f"{v.min():+.2f} / {np.median(v):+.2f} / {v.max():+.2f}")
-        lines.append(f"| {k} | {len(idx)} | " + " | ".join(cells) + " |")
-    lines += ["", "Padding stops paying only if padded pairs score like paraphrases, above rivals.", ""]
+    forms = [("agree_logodds", "agreement prompt")]
+    if all("gradeform_agree_logodds" in s for s in out["models"].values()):
+        forms.append(("gradeform_agree_logodds", "grading prompt, each answer the other's gold"))
+    for field, title in forms:
+        lines += ["", f"*{title}*", "", "| pair | n | " + " | ".join(out["models"]) + " |",
+                  "|---|---|" + "---|" * len(out["models"])]
+        for k in kinds:
+            idx = [i for i, p in enumerate(pairs) if p["kind"] == k]
+            cells = []
+            for s in out["models"].values():
+                v = np.array(s[field])[idx]
+                cells.append(f"{v.min():+.2f} / {np.median(v):+.2f} / {v.max():+.2f}")
+            lines.append(f"| {k} | {len(idx)} | " + " | ".join(cells) + " |")
+    lines += ["", "Padding stops paying only if padded pairs score like paraphrases, above rivals. Neither form does: "
+              "the grading prompt, where \"extra explanation is fine\", puts the 1.5B's padded pairs level with "
+              "rivals, not with paraphrases.", ""]
     lines += lift_lines(out, items, ev_ok, att)
+    lines += per_defence_lines(out, items)
     return "\n".join(lines)
 
 
@@ -201,18 +224,85 @@ def lift_lines(out: dict, items: list[dict], ev_ok: np.ndarray, att: np.ndarray)
     return lines + [""]
 
 
+#: the model whose contrast may lift a defence's veto (the 0.5B's lets held-out attacks through: section 4)
+LIFT_MODEL = "semcal:qwen2.5-coder-1.5b"
+#: a defence may be lifted only where the choosing half holds at least this many attack answers it refuses:
+#: fewer bound an attacker too loosely (list and alternative have 6 each)
+MIN_LIFT_ATTACKS = 15
+#: a threshold stands this far above the highest attack: the judge reads its log-odds in other batches than the
+#: probe did (they differ by up to 2e-3, tests/test_learned_judge.py), and the attack at the top must stay below
+#: it there too (at the bare maximum, adversary_learned found two of them lifted)
+LIFT_MARGIN = 0.05
+
+
+def lift_thresholds(out: dict, model: str = LIFT_MODEL) -> dict:
+    """Per defence d, the contrast threshold t_d above which ``model`` may lift d's veto: the highest contrast
+    (real − stand-in gold) among the attack answers against HAND's first half of questions that d refuses, plus
+    :data:`LIFT_MARGIN` (rounded up), so that none of them is lifted; only for defences with ≥
+    :data:`MIN_LIFT_ATTACKS` of them. Reads the saved
+    attack scores only (no EVOUNA), so the shipped thresholds (semcal_eval/qa/judge_weights/grade.json, written
+    by fit_judge.py) recompute without the data. Returns {"thresholds": {d: t_d}, "attacks": {d: {n_choose,
+    n_held, held_lifted}}} (held: attacks against the other questions, which the choice never saw)."""
+    from test_judge_adversaries import HAND
+
+    choose_q = {q for q, _, _ in HAND[: len(HAND) // 2]}
+    s = out["models"][model]
+    v = np.array(s["grade_logodds"]) - np.array(s["control_logodds"])
+    thresholds, attacks = {}, {}
+    for d in sorted({x["why"] for x in out["items"] if x["src"] == "attack"}):
+        pick = [val for x, val in zip(out["items"], v) if x["src"] == "attack" and x["why"] == d and x["q"] in choose_q]
+        held = [val for x, val in zip(out["items"], v) if x["src"] == "attack" and x["why"] == d
+                and x["q"] not in choose_q]
+        t = math.ceil((max(pick) + LIFT_MARGIN) * 1e4) / 1e4 if pick else float("inf")
+        attacks[d] = {"n_choose": len(pick), "n_held": len(held), "threshold": t,
+                      "held_lifted": int(sum(x > t for x in held))}
+        if len(pick) >= MIN_LIFT_ATTACKS:
+            thresholds[d] = t
+    return {"model": model, "thresholds": thresholds, "attacks": attacks, "min_attacks": MIN_LIFT_ATTACKS}
+
+
+def per_defence_lines(out: dict, items: list[dict]) -> list[str]:
+    """Section 4: :func:`lift_thresholds` for each model, with the share of EVOUNA's refused answers each lifts."""
+    lines = ["## 4. Per defence: the threshold no attack against the first half clears", "",
+             f"t_d = the highest contrast among the first half's attacks that defence d refuses, + {LIFT_MARGIN}; a "
+             "defence is lifted "
+             f"only with ≥ {MIN_LIFT_ATTACKS} of them (**bold**). Held-out: attacks against the other questions "
+             "above t_d. EVOUNA: refused answers above t_d, people-correct / people-wrong (n).", "",
+             "| model | defence | attacks choosing / held out | t_d | held-out attacks lifted | EVOUNA lifted: "
+             "correct / wrong (n) |", "|---|---|---|---|---|---|"]
+    for m, s in out["models"].items():
+        lt = lift_thresholds(out, m)
+        v = np.array(s["grade_logodds"]) - np.array(s["control_logodds"])
+        for d, a in lt["attacks"].items():
+            ok = [val > a["threshold"] for x, val in zip(items, v) if x["src"] == "evouna" and x["why"] == d
+                  and x["human"]]
+            bad = [val > a["threshold"] for x, val in zip(items, v) if x["src"] == "evouna" and x["why"] == d
+                   and not x["human"]]
+            name = f"**{d}**" if d in lt["thresholds"] else d
+            lines.append(f"| {m} | {name} | {a['n_choose']} / {a['n_held']} | {a['threshold']:+.2f} | "
+                         f"{a['held_lifted']} | {np.mean(ok) if ok else float('nan'):.2f} / "
+                         f"{np.mean(bad) if bad else float('nan'):.2f} ({len(ok) + len(bad)}) |")
+    return lines + [""]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="+", default=["semcal:qwen2.5-coder-0.5b", "semcal:qwen2.5-coder-1.5b"])
     ap.add_argument("--summarise", action="store_true", help="rewrite the .md from the saved .json")
+    ap.add_argument("--gradeform-pairs", action="store_true", help="add the pairs' grading-prompt scores to the "
+                    "saved .json (nothing else re-scored)")
     a = ap.parse_args(argv)
     from bench_judge_humans import default_data_dir, load_evouna
 
     path = OUT.with_suffix(".json")
     rows, _ = load_evouna(default_data_dir())
-    if a.summarise:
+    if a.summarise or a.gradeform_pairs:
         out = json.loads(path.read_text())
         items = joined(out["items"], rows)
+        if a.gradeform_pairs:
+            for m in a.models:
+                out["models"][m]["gradeform_agree_logodds"] = score_gradeform_pairs(m, out["pairs"])
+            path.write_text(json.dumps(out, indent=0) + "\n")
     else:
         from semcal_eval.qa.grading import cover_refusal
 

@@ -54,12 +54,40 @@ def test_shipped_weights_name_their_provenance():
     (lambda d: d["full"].update(coef=[float("nan")] * len(d["full"]["coef"])), "finite"),
     (lambda d: d.update(form="agree"), "not 'grade'"),
     (lambda d: d.pop("model"), "names no model"),
+    (lambda d: d["lift"]["thresholds"].update(rival=0.1), "lift must be"),
+    (lambda d: d["lift"]["thresholds"].update(neighbour=float("inf")), "lift must be"),
+    (lambda d: d["lift"]["thresholds"].update(neighbour=True), "lift must be"),
+    (lambda d: d["lift"].pop("model"), "lift must be"),
+    (lambda d: d.update(lift=[0.3]), "lift must be"),
 ])
 def test_weights_that_do_not_match_are_refused(tmp_path, edit, match):
     d = _shipped("grade")
     edit(d)
     with pytest.raises(L.WeightsError, match=match):
         L.JudgeWeights.read(_write(tmp_path, "grade", d), "grade")
+
+
+def test_the_lift_belongs_to_the_grading_form_only(tmp_path):
+    d = _shipped("agree")
+    d["lift"] = _shipped("grade")["lift"]
+    with pytest.raises(L.WeightsError, match="only the grading form"):
+        L.JudgeWeights.read(_write(tmp_path, "agree", d), "agree")
+
+
+def test_shipped_lift_is_the_probes_choice_and_recomputes_without_data():
+    """The shipped lift's thresholds are probe_defence_model.lift_thresholds of the saved attack scores (the
+    attacks need no EVOUNA), for the 1.5B, and every liftable defence had no first-half attack above it."""
+    import probe_defence_model as P
+
+    lift = L.JudgeWeights.read(L.default_weights("grade"), "grade").lift
+    saved = json.loads(P.OUT.with_suffix(".json").read_text())
+    want = P.lift_thresholds(saved, P.LIFT_MODEL)
+    assert lift.model == P.LIFT_MODEL and lift.model_sha256 == L._model_sha(P.LIFT_MODEL)
+    assert lift.thresholds == want["thresholds"] and lift.thresholds
+    for d in lift.thresholds:
+        assert want["attacks"][d]["n_choose"] >= P.MIN_LIFT_ATTACKS
+    # list and alternative have too few attacks to bound an attacker: their vetoes stand
+    assert {"list", "alternative"}.isdisjoint(lift.thresholds)
 
 
 def test_missing_or_broken_weights_say_how_to_fix(tmp_path):
@@ -139,6 +167,9 @@ def test_missing_model_names_the_install_command(tmp_path, monkeypatch):
     with pytest.raises(YesNoLoadError, match="models install qwen2.5-coder-0.5b"):
         # a partial covering the lexical stage cannot settle needs the model, which is not in this empty cache
         j.grade("Gaulle airport", ["Charles de Gaulle Airport"], "Which airport?")
+    with pytest.raises(YesNoLoadError, match="models install qwen2.5-coder-1.5b"):
+        # a neighbour refusal is the lift model's to read
+        j.grade("Some say Paris, but it is Lyon", GOLD, Q)
 
 
 # ------------------------------------------------------------------------------------------- the contrast
@@ -183,6 +214,55 @@ def test_what_the_answer_tells_the_model_cancels_in_the_contrast():
     assert j.grade_w.full.prob({**L.grade_features(plain, g, q), "lm_contrast": contrast}) == pytest.approx(p_plain)
 
 
+class LiftRater:
+    """A lift rater of fixed contrast: log-odds ``value`` on the real golds, 0 on the stand-in gold."""
+
+    def __init__(self, value: float):
+        self.value, self.seen = value, []
+
+    def logodds(self, messages):
+        self.seen += [u for _, u in messages]
+        return [0.0 if any(f"Correct answers: {d}\n" in u for d in L.DECOYS) else self.value for _, u in messages]
+
+
+def test_the_lift_reads_only_liftable_refusals_and_lifts_above_its_threshold():
+    """A refusal by a liftable defence (neighbour) goes to the lift rater; above the threshold it is graded as if no
+    defence had fired (the gated judge: here the lexical stage or the full stage on the main rater's contrast),
+    at or below it stays wrong. A refusal by a defence not lifted (alternative), and an answer cover accepts,
+    never reach the lift rater; lift=False keeps every veto and says so in its version."""
+    import probe_defence_model as P
+
+    neighbour, accepted = "Some say Paris, but it is Lyon", "Paris"
+    alt = next(x for x in P.attack_items() if x["why"] == "alternative")  # e.g. "Maybe 1945, maybe 1918, …"
+    assert L.grade_veto(neighbour, GOLD, Q, L.grade_features(neighbour, GOLD, Q)) == "defence:neighbour"
+    t = L.JudgeWeights.read(L.default_weights("grade"), "grade").lift.thresholds["neighbour"]
+    items = [(neighbour, GOLD, Q), (alt["answer"], alt["golds"], alt["q"]), (accepted, GOLD, Q)]
+
+    def judge(value, **kw):
+        lift = LiftRater(value)
+        return L.LearnedJudge(model=InjectableRater(), lift_model=lift, **kw), lift
+
+    high, lift = judge(t + 0.01)
+    p = high.grade_probs(items)
+    assert lift.seen and all("Some say Paris" in u for u in lift.seen) and high.lift_calls == 2
+    assert "alternative" not in high.lift.thresholds
+    w = high.grade_w
+    x = L.grade_features(neighbour, GOLD, Q)
+    p_lex = w.lexical.prob(x)
+    real, ctrl = InjectableRater().logodds([L.grade_messages(neighbour, GOLD, Q), L.control_messages(neighbour, GOLD, Q)])
+    gated = p_lex if not w.gate[0] < p_lex < w.gate[1] else w.full.prob({**x, "lm_contrast": real - ctrl})
+    assert p[0] == pytest.approx(gated) and p[0] > 0 and p[1] == 0.0
+    low, lift = judge(t)  # at the threshold: not above it, the veto stands
+    assert low.grade_probs(items)[:2] == [0.0, 0.0] and low.lift_calls == 2
+    off, lift = judge(99.0, lift=False)
+    assert off.grade_probs(items)[:2] == [0.0, 0.0] and not lift.seen and off.version.endswith("-nolift")
+    assert high.version == L.VERSION and high.grade_probs(items) == p and high.lift_calls == 2  # cached
+    with pytest.raises(L.WeightsError, match="chosen for 'semcal:qwen2.5-coder-1.5b'"):
+        L.LearnedJudge(lift_model="semcal:qwen2.5-coder-0.5b")
+    other = L.LearnedJudge(lift_model="semcal:qwen2.5-coder-0.5b", allow_other_model=True)
+    assert other.version.endswith("+lift:semcal:qwen2.5-coder-0.5b")
+
+
 # ------------------------------------------------------------------------------------------- with the model
 @pytest.mark.slow
 def test_each_item_and_pair_is_judged_once_and_agreement_is_symmetric(learned_judge):
@@ -197,6 +277,23 @@ def test_each_item_and_pair_is_judged_once_and_agreement_is_symmetric(learned_ju
     a = j.agree_probs(Q, pairs)
     assert a[0] == a[1]
     assert j.model_calls - n1 <= 4  # two distinct pairs, two orders each at most
+
+
+@pytest.mark.slow
+def test_the_lift_runs_on_a_real_rater(learned_judge):
+    """The lift's path with a real model in both roles (the 0.5B standing in for the 1.5B, which CI does not
+    install): one real and one stand-in message per refusal, and the verdict is the veto or the gated judge by
+    the rater's own contrast against the threshold."""
+    lm = learned_judge.lm
+    j = L.LearnedJudge(model=lm, lift_model=lm)
+    a = "Some say Paris, but it is Lyon"
+    p = j.grade_probs([(a, GOLD, Q)])[0]
+    assert j.lift_calls == 2
+    real, ctrl = lm.logodds([L.grade_messages(a, GOLD, Q), L.control_messages(a, GOLD, Q)])
+    w, x = j.grade_w, L.grade_features(a, GOLD, Q)
+    p_lex = w.lexical.prob(x)
+    gated = p_lex if not w.gate[0] < p_lex < w.gate[1] else w.full.prob({**x, "lm_contrast": real - ctrl})
+    assert p == pytest.approx(gated if real - ctrl > j.lift.thresholds["neighbour"] else 0.0, abs=1e-3)
 
 
 @pytest.mark.slow
@@ -215,7 +312,7 @@ def test_no_attack_is_graded_correct_and_none_reaches_the_model():
     table over question/gold pairs, with cover beside it: benchmarks/adversary_learned.py)."""
     from research.answer_grammar import MODEL_JUDGE_ATTACKS
 
-    j = L.LearnedJudge()
+    j = L.LearnedJudge(lift=False)  # the lift's reading by the 1.5B: benchmarks/adversary_learned.py
     attacks = {k: f("Lyon", "Paris", Q) for k, f in MODEL_JUDGE_ATTACKS.items()}
     got = {k: j.grade(a, GOLD, Q) for k, a in attacks.items()}
     assert not any(got.values()), {k: v for k, v in got.items() if v}
@@ -223,7 +320,10 @@ def test_no_attack_is_graded_correct_and_none_reaches_the_model():
     vetoes = {k: L.grade_veto(a, GOLD, Q, L.grade_features(a, GOLD, Q)) for k, a in attacks.items()}
     gold_in = {k for k, a in attacks.items() if "paris" in a.lower()}
     assert gold_in and all((vetoes[k] or "").startswith("defence:") for k in gold_in), vetoes
-    assert all(vetoes[k] == "no_evidence" for k in attacks if k not in gold_in and attacks[k].strip()), vetoes
+    # the question said back is refused as such; every other answer without the gold holds no evidence
+    assert vetoes["question_repeated"] == "defence:question"
+    assert all(vetoes[k] == "no_evidence" for k in attacks if k not in gold_in | {"question_repeated"}
+               and attacks[k].strip()), vetoes
 
 
 def test_veto_leaves_answers_that_cover_accepts_and_escapes_never_reach_the_prompt():
@@ -236,6 +336,33 @@ def test_veto_leaves_answers_that_cover_accepts_and_escapes_never_reach_the_prom
     assert user.count("</answer>") == 1 and "<|im_start|>" not in user
 
 
+def test_look_alike_spellings_reach_the_model_as_cover_reads_them():
+    """A word mixing Cyrillic look-alikes into Latin is folded in the prompt (and, beside it, words made only of
+    look-alikes), so the model reads the sentence cover reads; Cyrillic and Greek words in an answer without such
+    a mix are shown as written."""
+    g, q = ["The capital of Italy is Rome."], "What is the capital of Italy?"
+    spoofed = "Тhе саріtаl оf Itаlу іѕ Міlаn."  # Cyrillic Т е а р і у ѕ М among Latin letters
+    assert spoofed != "The capital of Italy is Milan."
+    assert L.grade_messages(spoofed, g, q) == L.grade_messages("The capital of Italy is Milan.", g, q)
+    assert L.agree_messages(spoofed, "Rome", q) == L.agree_messages("The capital of Italy is Milan.", "Rome", q)
+    for honest in ("Москва", "The star is Alpha (α).", "Ελλάδα", "Søren Kierkegaard"):
+        assert L.fold_lookalikes(honest) == honest
+
+
+def test_an_answer_that_only_repeats_the_question_is_wrong_without_a_model():
+    g, q = ["The capital of Italy is Rome."], "What is the capital of Italy?"
+    j = L.LearnedJudge()
+    for echo in ("What is the capital of Italy?", "the capital of italy", "Capital of Italy."):
+        assert L.grade_veto(echo, g, q, L.grade_features(echo, g, q)) == "defence:question", echo
+        assert j.grade(echo, g, q) is False
+    assert j.model_calls == 0 and j.lift_calls == 0
+    for answer in ("Rome", "The capital of Italy is Rome.", "Italy's capital, Rome"):
+        assert L.grade_veto(answer, g, q, L.grade_features(answer, g, q)) is None, answer
+    # a gold the question names is still the answer's to give ("Paris or Lyon?" answered "Paris")
+    assert L.grade_veto("Paris", ["Paris"], "Is the capital Paris or Lyon?",
+                        L.grade_features("Paris", ["Paris"], "Is the capital Paris or Lyon?")) is None
+
+
 @pytest.mark.slow
 def test_correct_answers_people_accept_pass(learned_judge):
     for a in ("Paris", "The capital of France is Paris.", "It's Paris, on the Seine.", "PARIS"):
@@ -246,7 +373,8 @@ def test_correct_answers_people_accept_pass(learned_judge):
 @pytest.mark.xfail(strict=True, reason="issue 51 open: padding still pays under the learned J as under cover's "
                    "(all-wrong group: honest -6.91, padded -3.45): its agreement form reads 'London blue house' and "
                    "'London seven quick' as two claims too, and so does the 1.5B's (padded pairs median -2.64 "
-                   "log-odds, below rivals' -0.28: benchmarks/results/judge_humans/defence_probe.md)")
+                   "log-odds, below rivals' -0.28; by the grading prompt -2.33, level with rivals' -2.24: "
+                   "benchmarks/results/judge_humans/defence_probe.md)")
 def test_padding_a_wrong_answer_does_not_pay_in_csr(learned_judge):
     """The bar of issue 51: under cover's J a group's wrong answers padded with junk words scatter and earn more
     r_cal (all-wrong −0.691 honest vs −0.099 padded). Under the learned J, padding must not pay."""

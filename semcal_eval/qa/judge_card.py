@@ -60,7 +60,8 @@ def grader_card(grader: str, path: str | Path | None = None) -> dict:
     if grader not in card["graders"]:
         raise CardError(f"judge card: no card for grader {grader!r} (cards: {', '.join(card['graders'])}); "
                         "measure it with benchmarks/fit_judge.py, or grade with one of those")
-    return {**card["graders"][grader], "scheme": card.get("scheme", ""), "model": card.get("model", "")}
+    model = card.get("model", "") + (f", veto lift {card['lift_model']}" if card.get("lift_model") else "")
+    return {**card["graders"][grader], "scheme": card.get("scheme", ""), "model": model}
 
 
 def shape_of(answer: str) -> str:
