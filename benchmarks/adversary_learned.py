@@ -86,7 +86,8 @@ def main(argv=None) -> int:
                      else learned)
         grading[name] = {"n": len(items), "learned_correct": int(sum(learned)), "cover_correct": int(sum(cov)),
                          "no_lift_correct": int(sum(kept_veto)),
-                         "lifted_examples": [a[:120] for (a, _, _), v, w in zip(items, learned, kept_veto) if v and not w],
+                         "lifted_examples": [a[:120] for (a, _, _), v, w in zip(items, learned, kept_veto)
+                                             if v and not w],
                          "n_held": sum(q in held_q for _, _, q in items),
                          "learned_correct_held": int(sum(v for (_, _, q), v in zip(items, learned) if q in held_q)),
                          "examples_paid": [a[:120] for (a, _, _), v in zip(items, learned) if v][:3]}

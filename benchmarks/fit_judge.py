@@ -11,6 +11,11 @@ gpt35, chatgpt, gpt4, newbing) to NQ-Open and TriviaQA questions, each judged by
   answer (1), one correct and one wrong → different (0); two wrong answers are not labelled (they may or may not
   say the same wrong thing). The model is asked in both orders.
 
+- **The veto lift.** The thresholds come from the defence probe's saved attack scores
+  (probe_defence_model.lift_thresholds, no EVOUNA); the lift model (``--lift-model``, default the 1.5B; ``none``:
+  no lift) rates the sample's answers a liftable defence refused, cached in ``<out>/lm_logodds_<lift model>.jsonl``.
+  Candidates with and without it are reported, and the shipped grade.json carries it.
+
 Two cross-validations, each out-of-fold prediction made by a model that never saw the row's fold:
 ``question`` (5 folds by question) and ``system`` (leave one answering system out: a judge fit on four systems
 grades the fifth; a pair is held out when either answer is the held-out system's). Candidates: cover, the LM alone
@@ -451,7 +456,8 @@ def main(argv=None) -> int:
     # the model reads the same messages the log-odds were cached for: no EVOUNA answer holds a prompt escape
     escaped = [r.answer for r in rows if L.PROMPT_ESCAPES.search(r.answer) or L.fold_lookalikes(r.answer) != r.answer]
     if escaped:
-        raise SystemExit(f"fit_judge: {len(escaped)} EVOUNA answers hold a prompt escape or a look-alike spelling (e.g. {escaped[0][:60]!r}): "
+        raise SystemExit(f"fit_judge: {len(escaped)} EVOUNA answers hold a prompt escape or a look-alike spelling "
+                         f"(e.g. {escaped[0][:60]!r}): "
                          "their cached log-odds were read on other messages; re-key the cache")
     vetoes = np.array([L.grade_veto(r.answer, list(r.golds), r.question, dict(zip(L.GRADE_LEXICAL, Xs[i]))) or ""
                        for i, r in enumerate(srows)])
@@ -472,7 +478,8 @@ def main(argv=None) -> int:
         lwant += [(key(k, c_sha), L.control_messages(srows[k].answer, srows[k].golds, srows[k].question))
                   for k in todo]
         lift_s = 0.0 if a.score_only else score_missing(lift_cache, lift_path, lwant, lift["model"], a.batch)
-        contrast = {k: (max(-CLIP, min(CLIP, lift_cache[key(k, g_sha)])) - max(-CLIP, min(CLIP, lift_cache[key(k, c_sha)])))
+        clipped = lambda k, h: max(-CLIP, min(CLIP, lift_cache[key(k, h)]))  # noqa: E731
+        contrast = {k: clipped(k, g_sha) - clipped(k, c_sha)
                     for k in todo if key(k, g_sha) in lift_cache and key(k, c_sha) in lift_cache}
         for k, c in contrast.items():
             lifted[k] = c > th[vetoes[k].removeprefix("defence:")]

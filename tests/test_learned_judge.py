@@ -249,7 +249,8 @@ def test_the_lift_reads_only_liftable_refusals_and_lifts_above_its_threshold():
     w = high.grade_w
     x = L.grade_features(neighbour, GOLD, Q)
     p_lex = w.lexical.prob(x)
-    real, ctrl = InjectableRater().logodds([L.grade_messages(neighbour, GOLD, Q), L.control_messages(neighbour, GOLD, Q)])
+    real, ctrl = InjectableRater().logodds([L.grade_messages(neighbour, GOLD, Q),
+                                            L.control_messages(neighbour, GOLD, Q)])
     gated = p_lex if not w.gate[0] < p_lex < w.gate[1] else w.full.prob({**x, "lm_contrast": real - ctrl})
     assert p[0] == pytest.approx(gated) and p[0] > 0 and p[1] == 0.0
     low, lift = judge(t)  # at the threshold: not above it, the veto stands

@@ -57,7 +57,7 @@ from .judges import Judge
 __all__ = [
     "GRADE_LEXICAL", "AGREE_LEXICAL", "MODEL_FEATURE", "GRADE_PROMPT", "AGREE_PROMPT", "SYSTEM_PROMPT",
     "WEIGHTS_DIR", "GRADE_MODEL", "DECOYS", "control_golds", "control_messages", "JudgeWeights", "WeightsError", "LearnedJudge", "grade_features", "agree_features",
-    "grade_messages", "agree_messages", "prompt_sha256", "grade_veto", "PROMPT_ESCAPES", "Lift",
+    "grade_messages", "agree_messages", "prompt_sha256", "grade_veto", "PROMPT_ESCAPES", "Lift", "fold_lookalikes",
 ]
 
 #: features of the grading form's lexical stage, in the weights' order
