@@ -120,7 +120,7 @@ def main(argv=None) -> int:
                                          for q in agreement])) for kind in ("all_wrong", "mixed")}
             for judge in ("learned", "cover")}
     out = {"grading": grading, "kept_correct": [int(sum(kept)), len(kept)], "paying_attacks": paying,
-           "paying_attacks_held_out": paying_held, "lift_calls": getattr(lj, "lift_calls", 0),
+           "paying_attacks_held_out": paying_held, "lift_calls": lj.lift_calls,
            "agreement": agreement, "padding_gain_mean": pays, "model_calls": lj.model_calls,
            "judge": lj.version, "wall_s": time.perf_counter() - t0}
     dest = REPO / "benchmarks/results/adversary_search"

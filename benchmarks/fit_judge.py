@@ -276,8 +276,8 @@ def render(out: dict) -> str:
     if lift:
         dl = out["results"]["grade"]["system"]["learned"].get("diff_vs_no_lift_ci", {})
         lines += ["## The veto lift", "", f"{lift['model']}'s contrast above the defence's threshold "
-                  "(probe_defence_model.lift_thresholds: the highest of the attacks against half of HAND's "
-                  "questions, plus a margin of 0.05) lifts the veto: " + ", ".join(f"{d} {t:+.2f}" for d, t in lift["thresholds"].items())
+                  f"(probe_defence_model.lift_thresholds; {lift['chosen_on']}) lifts the veto: "
+                  + ", ".join(f"{d} {t:+.2f}" for d, t in lift["thresholds"].items())
                   + f". In the sample: {lift['n_liftable']} answers a liftable defence refused, {lift['n_lifted']} "
                   f"lifted ({lift['lifted_people_correct']} of them people-correct); by defence, refused / lifted: "
                   + ", ".join(f"{d} {v['refused']} / {v['lifted']}" for d, v in lift["by_defence"].items())
@@ -343,10 +343,7 @@ def lift_spec(model: str) -> dict:
     if model not in out["models"]:
         raise SystemExit(f"fit_judge: the defence probe has no scores for {model}: run "
                          f"`python benchmarks/probe_defence_model.py --models {model}` first, or --lift-model none")
-    lt = lift_thresholds(out, model)
-    lt["chosen_on"] = ("benchmarks/results/judge_humans/defence_probe.json: per defence, the highest contrast of "
-                       "the attacks against HAND's first half of questions")
-    return lt
+    return lift_thresholds(out, model)
 
 
 def main(argv=None) -> int:
@@ -483,7 +480,8 @@ def main(argv=None) -> int:
                     for k in todo if key(k, g_sha) in lift_cache and key(k, c_sha) in lift_cache}
         for k, c in contrast.items():
             lifted[k] = c > th[vetoes[k].removeprefix("defence:")]
-        lift_report = {"model": lift["model"], "thresholds": th, "n_liftable": len(todo), "n_scored": len(contrast),
+        lift_report = {"model": lift["model"], "thresholds": th, "chosen_on": lift["chosen_on"],
+                       "n_liftable": len(todo), "n_scored": len(contrast),
                        "n_lifted": int(lifted.sum()), "lifted_people_correct": int((lifted & human).sum()),
                        "seconds_this_run": lift_s,
                        "by_defence": {d: {"refused": int(np.sum(vetoes == f"defence:{d}")),

@@ -242,7 +242,8 @@ def lift_thresholds(out: dict, model: str = LIFT_MODEL) -> dict:
     :data:`MIN_LIFT_ATTACKS` of them. Reads the saved
     attack scores only (no EVOUNA), so the shipped thresholds (semcal_eval/qa/judge_weights/grade.json, written
     by fit_judge.py) recompute without the data. Returns {"thresholds": {d: t_d}, "attacks": {d: {n_choose,
-    n_held, held_lifted}}} (held: attacks against the other questions, which the choice never saw)."""
+    n_held, held_lifted}}, "chosen_on": how} (held: attacks against the other questions, which the choice never
+    saw)."""
     from test_judge_adversaries import HAND
 
     choose_q = {q for q, _, _ in HAND[: len(HAND) // 2]}
@@ -258,7 +259,10 @@ def lift_thresholds(out: dict, model: str = LIFT_MODEL) -> dict:
                       "held_lifted": int(sum(x > t for x in held))}
         if len(pick) >= MIN_LIFT_ATTACKS:
             thresholds[d] = t
-    return {"model": model, "thresholds": thresholds, "attacks": attacks, "min_attacks": MIN_LIFT_ATTACKS}
+    chosen_on = (f"benchmarks/results/judge_humans/defence_probe.json: per defence with >= {MIN_LIFT_ATTACKS} "
+                 f"attacks, the highest contrast of the attacks against HAND's first half of questions + {LIFT_MARGIN}")
+    return {"model": model, "thresholds": thresholds, "attacks": attacks, "min_attacks": MIN_LIFT_ATTACKS,
+            "chosen_on": chosen_on}
 
 
 def per_defence_lines(out: dict, items: list[dict]) -> list[str]:

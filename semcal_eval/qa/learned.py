@@ -117,6 +117,7 @@ PROMPT_ESCAPES = re.compile(r"<\s*/?\s*answer\s*>|<\|[^<>|]{0,40}\|>", re.IGNORE
 
 #: Cyrillic and Greek letters that render as a Latin one (:data:`semcal_eval.qa.answers.CONFUSABLES`)
 _LOOKALIKES = {c: v for c, v in CONFUSABLES.items() if unicodedata.name(c, "").startswith(("CYRILLIC", "GREEK"))}
+_LOOKALIKE_TABLE = str.maketrans(_LOOKALIKES)
 _WORD = re.compile(r"\w+")
 
 
@@ -138,9 +139,6 @@ def fold_lookalikes(text: str) -> str:
     if not mixed:
         return text
     return _WORD.sub(lambda m: folded(m.group(0)) or m.group(0), text)
-
-
-_LOOKALIKE_TABLE = str.maketrans(_LOOKALIKES)
 
 
 def _cut(text: str) -> str:
