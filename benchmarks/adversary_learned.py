@@ -69,9 +69,6 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     rows = {"honest": [], **{k: [] for k in MODEL_JUDGE_ATTACKS}}
     keep = []
-    # the veto lift's thresholds were chosen on the attacks against HAND's first half (probe_defence_model):
-    # the second half is what the choice never saw, and is reported alone
-    held_q = {q for q, _, _ in HAND[len(HAND) // 2:]}
     for q, gold, wrongs in HAND:
         for w in wrongs:
             rows["honest"].append((w, gold, q))
@@ -88,16 +85,14 @@ def main(argv=None) -> int:
                          "no_lift_correct": int(sum(kept_veto)),
                          "lifted_examples": [a[:120] for (a, _, _), v, w in zip(items, learned, kept_veto)
                                              if v and not w],
-                         "n_held": sum(q in held_q for _, _, q in items),
-                         "learned_correct_held": int(sum(v for (_, _, q), v in zip(items, learned) if q in held_q)),
                          "examples_paid": [a[:120] for (a, _, _), v in zip(items, learned) if v][:3]}
         print(f"[grade] {name:18s} learned {sum(learned)}/{len(items)}  cover {sum(cov)}/{len(items)}", flush=True)
     kept = [p >= 0.5 for p in lj.grade_probs([(a, [g], q) for a, g, q in keep])]
     honest = grading["honest"]["learned_correct"] / grading["honest"]["n"]
     paying = [k for k, v in grading.items() if k != "honest" and v["learned_correct"] / v["n"] > honest]
-    h = grading["honest"]
-    paying_held = [k for k, v in grading.items() if k != "honest" and v["n_held"]
-                   and v["learned_correct_held"] / v["n_held"] > h["learned_correct_held"] / h["n_held"]]
+    # the same bar for cover, the default grader (its own honest rate)
+    paying_cover = [k for k, v in grading.items() if k != "honest"
+                    and v["cover_correct"] > grading["honest"]["cover_correct"]]
     print(f"[grade] golds and paraphrases kept correct: {sum(kept)}/{len(kept)}; paying: {paying}", flush=True)
 
     agreement = {}
@@ -120,7 +115,7 @@ def main(argv=None) -> int:
                                          for q in agreement])) for kind in ("all_wrong", "mixed")}
             for judge in ("learned", "cover")}
     out = {"grading": grading, "kept_correct": [int(sum(kept)), len(kept)], "paying_attacks": paying,
-           "paying_attacks_held_out": paying_held, "lift_calls": lj.lift_calls,
+           "paying_attacks_cover": paying_cover, "lift_calls": lj.lift_calls,
            "agreement": agreement, "padding_gain_mean": pays, "model_calls": lj.model_calls,
            "judge": lj.version, "wall_s": time.perf_counter() - t0}
     dest = REPO / "benchmarks/results/adversary_search"
@@ -131,17 +126,18 @@ def main(argv=None) -> int:
              f"({out['wall_s'] / 60:.1f} min, {lj.model_calls} model calls, {out['lift_calls']} by the veto lift's "
              f"model; judge {lj.version}).", "",
              "## Grading: wrong answers graded correct, of n", "",
-             "Held out: the answers to HAND's second half of questions, whose attacks the lift's thresholds were not "
-             "chosen on. No lift: the same judge with every defence's veto kept (`lift=False`).", "",
-             "| attack | n | learned | learned, no lift | cover | learned, held out (n) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {k} | {v['n']} | {v['learned_correct']} | {v['no_lift_correct']} | {v['cover_correct']} | "
-              f"{v['learned_correct_held']} ({v['n_held']}) |" for k, v in grading.items()]
+             "No lift: the same judge with every defence's veto kept (`lift=False`). The lift's thresholds were chosen "
+             "on these attacks (probe_defence_model.lift_thresholds; attacks of a kind they never saw: the probe's "
+             "section 4).", "",
+             "| attack | n | learned | learned, no lift | cover |", "|---|---|---|---|---|"]
+    lines += [f"| {k} | {v['n']} | {v['learned_correct']} | {v['no_lift_correct']} | {v['cover_correct']} |"
+              for k, v in grading.items()]
     lifted = [a for v in grading.values() for a in v["lifted_examples"]]
     lines += ["", f"Wrong answers the lift alone let through: {len(lifted)}" + (": " + "; ".join(
         f"`{a}`" for a in lifted[:6]) if lifted else "") + "."]
     lines += ["", f"Golds and paraphrases kept correct by the learned judge: {sum(kept)} of {len(kept)}. "
-              f"Attacks that pay (graded correct more often than the honest wrong answers): {paying or 'none'}; on the "
-              f"held-out half: {paying_held or 'none'}.", "",
+              f"Attacks that pay (graded correct more often than the honest wrong answers): {paying or 'none'}; under "
+              f"cover (against its own honest rate): {paying_cover or 'none'}.", "",
               "## Agreement: mean r_cal of a K = 8 group (csr's pairwise log score), learned / cover", "",
               "| question | " + " | ".join(next(iter(agreement.values()))) + " |",
               "|---|" + "---|" * len(next(iter(agreement.values())))]

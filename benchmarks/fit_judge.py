@@ -224,6 +224,20 @@ def card_entry(pred: np.ndarray, human: np.ndarray, words: np.ndarray, systems: 
     return entry
 
 
+def errors_by_route(pred: np.ndarray, human: np.ndarray, ds: np.ndarray, systems: np.ndarray,
+                    routes: dict[str, np.ndarray]) -> dict:
+    """Where the judge's disagreements with people arise, per dataset and answering system: for each route an
+    answer takes (``routes``: disjoint masks), answers, false positives (graded correct, people-wrong) and false
+    negatives. Counts only, no answer text: it points at the stage to improve without reading the sample."""
+    out = {}
+    for d in ("NQ", "TQ"):
+        for s in SYSTEMS:
+            m = (ds == d) & (systems == s)
+            out[f"{d}/{s}"] = {r: {"n": int((m & r_m).sum()), "fp": int((m & r_m & pred & ~human).sum()),
+                                   "fn": int((m & r_m & ~pred & human).sum())} for r, r_m in routes.items()}
+    return out
+
+
 def crossfit(X: np.ndarray, y: np.ndarray, feats: tuple[str, ...], cv, C: float = 1.0) -> np.ndarray:
     p = np.full(len(y), np.nan)
     for tr, te in cv:
@@ -272,6 +286,15 @@ def render(out: dict) -> str:
                   "What each veto pays (agreement with it less without it, pooled; answers it applies to): "
                   + ", ".join(f"{v} {g:+.4f} ({res['veto_counts'][v.removeprefix('veto ')]})"
                               for v, g in res["veto_agreement_gain"].items()), ""]
+        routes = res["learned"].get("errors_by_route")
+        if routes:
+            names = list(next(iter(routes.values())))
+            lines += ["Where the learned judge's disagreements arise (counts, out of fold): per route an answer takes, "
+                      "answers n, false positives / false negatives.", "",
+                      "| dataset/system | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+            lines += [f"| {k} | " + " | ".join(f"{v[r]['n']}: {v[r]['fp']} / {v[r]['fn']}" for r in names) + " |"
+                      for k, v in routes.items()]
+            lines.append("")
     lift = out.get("lift") or {}
     if lift:
         dl = out["results"]["grade"]["system"]["learned"].get("diff_vs_no_lift_ci", {})
@@ -536,6 +559,9 @@ def main(argv=None) -> int:
             for v in sorted(set(vetoes.tolist()) - {""})}
         res["veto_counts"] = {v: int(np.sum(vetoes == v)) for v in sorted(set(vetoes.tolist()) - {""})}
         used_model &= ~(defence | no_evidence)
+        res["learned"]["errors_by_route"] = errors_by_route(ship, human, ds_arr, sys_arr, {
+            "lifted": lifted, "vetoed": defence & ~lifted, "no evidence": no_evidence,
+            "model": used_model & ~defence, "lexical gate": ~(defence | no_evidence | used_model)})
         res["learned"]["share_model_skipped"] = float(1 - used_model.mean())
         res["learned"]["gates"] = gates
         res["learned"]["diff_vs_cover_ci"] = {ds: boot.diff_ci(ship, cover, human, ds_arr == ds)

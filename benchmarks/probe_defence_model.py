@@ -1,9 +1,9 @@
 """Can a catalogue model lift cover's defences where people disagree with them, and join padded answers? (issue 51)
 
-Three measurements, each one forward pass per message (the learned judge's prompts, semcal_eval/qa/learned.py):
+Four measurements, each one forward pass per message (the learned judge's prompts, semcal_eval/qa/learned.py):
 
 1. **Defences.** On EVOUNA, cover's defences (a rival beside the gold, an alternative, a list, a negation:
-   :func:`semcal_eval.qa.grading.cover_refusal`) refuse 920 of 24,133 answers, and people call 95 % of those
+   :func:`semcal_eval.qa.grading.cover_refusal`) refuse 929 of 24,133 answers, and people call 95 % of those
    correct: the defences are most of cover's misses, and the learned judge's veto keeps them. They are there
    for the attacks (:data:`research.answer_grammar.MODEL_JUDGE_ATTACKS` on tests/test_judge_adversaries.py's HAND
    pairs: the gold quoted, denied, listed or hedged beside a wrong answer). A veto the model may lift is only
@@ -15,15 +15,18 @@ Three measurements, each one forward pass per message (the learned judge's promp
    rivals ("Lyon" / "Paris", which must not) and paraphrases ("Lyon" / "The answer is Lyon."); and the same
    pairs read by the grading prompt, each answer the other's one gold (its "extra explanation is fine").
 
-3. **Lifting the veto.** The contrast's threshold is chosen on the attacks against the first half of HAND's
+3. **Lifting the veto, one threshold for all defences.** It is chosen on the attacks against the first half of HAND's
    questions (the one passing 6 % of them: the shipped judge passes 3 of 26 honest wrong answers, 12 %) and
    measured on the attacks against the other half, questions the choice never saw; on EVOUNA, the share of
    refused answers it lifts among people-correct and people-wrong ones, and what that would change in agreement
    on all of EVOUNA if a lifted answer were graded correct.
+4. **Per defence** (what ships, :func:`lift_thresholds`): the threshold above every attack the defence refuses,
+   and how often an attack of a kind it never saw clears it (each kind left out in turn).
 
     PYTHONPATH=. python benchmarks/probe_defence_model.py --models semcal:qwen2.5-coder-0.5b semcal:qwen2.5-coder-1.5b
     PYTHONPATH=. python benchmarks/probe_defence_model.py --summarise       # the tables again, from the JSON
     PYTHONPATH=. python benchmarks/probe_defence_model.py --gradeform-pairs # + the pairs by the grading prompt
+    PYTHONPATH=. python benchmarks/probe_defence_model.py --update  # new attacks or defences: score what is new
 
 (0.5B: ~5 min, 1.5B: ~20 min on 2 cores.) Selection is seeded (EVOUNA shuffled with seed 7, the first 160
 refused answers; the refused attack answers shuffled with seed 3). Writes
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import math
 import random
@@ -140,10 +144,32 @@ def score(model: str, items: list[dict], pairs: list[dict]) -> dict:
     t0 = time.perf_counter()
     real = lm.logodds([L.grade_messages(x["answer"], tuple(x["golds"]), x["q"]) for x in items])
     ctrl = lm.logodds([L.control_messages(x["answer"], tuple(x["golds"]), x["q"]) for x in items])
-    fwd = lm.logodds([L.agree_messages(p["a"], p["b"], p["q"]) for p in pairs])
-    bwd = lm.logodds([L.agree_messages(p["b"], p["a"], p["q"]) for p in pairs])
+    fwd = lm.logodds([L.agree_messages(p["a"], p["b"], p["q"]) for p in pairs]) if pairs else []
+    bwd = lm.logodds([L.agree_messages(p["b"], p["a"], p["q"]) for p in pairs]) if pairs else []
     return {"grade_logodds": real, "control_logodds": ctrl, "agree_logodds": [(f + b) / 2 for f, b in zip(fwd, bwd)],
             "wall_s": time.perf_counter() - t0}
+
+
+def item_key(x: dict) -> tuple:
+    """An item's identity: EVOUNA's by key, an attack's by its text and pair (its defence is read again)."""
+    if x["src"] == "evouna":
+        return ("evouna", x["ds"], x["qi"], x["kind"])
+    return ("attack", x["q"], x["answer"], tuple(x["golds"]))
+
+
+def updated(out: dict, keys: list[dict], items: list[dict], models: list[str]) -> dict:
+    """``out`` for the current selection ``keys`` (``items`` joined): the saved scores of the items it already
+    held (re-indexed, not re-scored), the others scored by each model; the pairs are kept as they are."""
+    saved = {item_key(x): i for i, x in enumerate(joined(out["items"], rows_cache()))}
+    new = [x for x in items if item_key(x) not in saved]
+    print(f"[probe] {len(items) - len(new)} items kept, {len(new)} to score", flush=True)
+    for m in models:
+        s = out["models"][m]
+        fresh = score(m, new, []) if new else {"grade_logodds": [], "control_logodds": []}
+        at = {item_key(x): j for j, x in enumerate(new)}
+        for f in ("grade_logodds", "control_logodds"):
+            s[f] = [s[f][saved[k]] if k in saved else fresh[f][at[k]] for k in map(item_key, items)]
+    return {**out, "items": keys}
 
 
 def summarise(out: dict, items: list[dict]) -> str:
@@ -226,54 +252,61 @@ def lift_lines(out: dict, items: list[dict], ev_ok: np.ndarray, att: np.ndarray)
 
 #: the model whose contrast may lift a defence's veto (the 0.5B's lets held-out attacks through: section 4)
 LIFT_MODEL = "semcal:qwen2.5-coder-1.5b"
-#: a defence may be lifted only where the choosing half holds at least this many attack answers it refuses:
-#: fewer bound an attacker too loosely (list and alternative have 6 each)
+#: a defence may be lifted only where at least this many attack answers it refuses bound the threshold
 MIN_LIFT_ATTACKS = 15
+#: ... and only where an attack of a kind the threshold never saw clears it this rarely: the threshold chosen on
+#: the other kinds lifts at most this share of each left-out kind's answers, pooled (a budget set before looking,
+#: not fitted: the learned-3 lift, chosen on half the questions, let 6 of 24 answers of new hedge kinds through)
+MAX_UNSEEN_KIND_RATE = 0.05
 #: a threshold stands this far above the highest attack: the judge reads its log-odds in other batches than the
 #: probe did (they differ by up to 2e-3, tests/test_learned_judge.py), and the attack at the top must stay below
 #: it there too (at the bare maximum, adversary_learned found two of them lifted)
 LIFT_MARGIN = 0.05
 
 
+def _above_max(values) -> float:
+    """The highest value + :data:`LIFT_MARGIN`, rounded up at the 4th decimal (inf for none)."""
+    return math.ceil((max(values) + LIFT_MARGIN) * 1e4) / 1e4 if len(values) else float("inf")
+
+
 def lift_thresholds(out: dict, model: str = LIFT_MODEL) -> dict:
     """Per defence d, the contrast threshold t_d above which ``model`` may lift d's veto: the highest contrast
-    (real − stand-in gold) among the attack answers against HAND's first half of questions that d refuses, plus
-    :data:`LIFT_MARGIN` (rounded up), so that none of them is lifted; only for defences with ≥
-    :data:`MIN_LIFT_ATTACKS` of them. Reads the saved
-    attack scores only (no EVOUNA), so the shipped thresholds (semcal_eval/qa/judge_weights/grade.json, written
-    by fit_judge.py) recompute without the data. Returns {"thresholds": {d: t_d}, "attacks": {d: {n_choose,
-    n_held, held_lifted}}, "chosen_on": how} (held: attacks against the other questions, which the choice never
-    saw)."""
-    from test_judge_adversaries import HAND
-
-    choose_q = {q for q, _, _ in HAND[: len(HAND) // 2]}
+    (real − stand-in gold) among all the attack answers d refuses, plus :data:`LIFT_MARGIN`, so that no known
+    attack is lifted. How far that holds for attacks of a new kind is measured by leaving each attack kind out
+    (research.answer_grammar.MODEL_JUDGE_ATTACKS: instruction, list_and, ...): the threshold of the other kinds,
+    the share of the left-out kind's answers above it. A defence is lifted only with ≥ :data:`MIN_LIFT_ATTACKS`
+    attacks and that share ≤ :data:`MAX_UNSEEN_KIND_RATE`. Reads the saved attack scores only (no EVOUNA), so the
+    shipped thresholds (semcal_eval/qa/judge_weights/grade.json, written by fit_judge.py) recompute without the
+    data. Returns {"thresholds": {d: t_d}, "attacks": {d: {n, kinds, threshold, unseen_kind_lifted}}, "chosen_on":
+    how}."""
     s = out["models"][model]
     v = np.array(s["grade_logodds"]) - np.array(s["control_logodds"])
     thresholds, attacks = {}, {}
     for d in sorted({x["why"] for x in out["items"] if x["src"] == "attack"}):
-        pick = [val for x, val in zip(out["items"], v) if x["src"] == "attack" and x["why"] == d and x["q"] in choose_q]
-        held = [val for x, val in zip(out["items"], v) if x["src"] == "attack" and x["why"] == d
-                and x["q"] not in choose_q]
-        t = math.ceil((max(pick) + LIFT_MARGIN) * 1e4) / 1e4 if pick else float("inf")
-        attacks[d] = {"n_choose": len(pick), "n_held": len(held), "threshold": t,
-                      "held_lifted": int(sum(x > t for x in held))}
-        if len(pick) >= MIN_LIFT_ATTACKS:
+        att = [(x["kind"], val) for x, val in zip(out["items"], v) if x["src"] == "attack" and x["why"] == d]
+        kinds = sorted({k for k, _ in att})
+        t = _above_max([val for _, val in att])
+        unseen = sum(int(val > _above_max([w for k2, w in att if k2 != k])) for k in kinds for k2, val in att
+                     if k2 == k)
+        attacks[d] = {"n": len(att), "kinds": len(kinds), "threshold": t, "unseen_kind_lifted": unseen}
+        if len(att) >= MIN_LIFT_ATTACKS and unseen <= MAX_UNSEEN_KIND_RATE * len(att):
             thresholds[d] = t
     chosen_on = (f"benchmarks/results/judge_humans/defence_probe.json: per defence with >= {MIN_LIFT_ATTACKS} "
-                 f"attacks, the highest contrast of the attacks against HAND's first half of questions + {LIFT_MARGIN}")
+                 f"attacks, the highest contrast of all its attacks + {LIFT_MARGIN}, where each attack kind left "
+                 f"out clears the other kinds' threshold on <= {MAX_UNSEEN_KIND_RATE:.0%} of its answers")
     return {"model": model, "thresholds": thresholds, "attacks": attacks, "min_attacks": MIN_LIFT_ATTACKS,
             "chosen_on": chosen_on}
 
 
 def per_defence_lines(out: dict, items: list[dict]) -> list[str]:
     """Section 4: :func:`lift_thresholds` for each model, with the share of EVOUNA's refused answers each lifts."""
-    lines = ["## 4. Per defence: the threshold no attack against the first half clears", "",
-             f"t_d = the highest contrast among the first half's attacks that defence d refuses, + {LIFT_MARGIN}; a "
-             "defence is lifted "
-             f"only with ≥ {MIN_LIFT_ATTACKS} of them (**bold**). Held-out: attacks against the other questions "
-             "above t_d. EVOUNA: refused answers above t_d, people-correct / people-wrong (n).", "",
-             "| model | defence | attacks choosing / held out | t_d | held-out attacks lifted | EVOUNA lifted: "
-             "correct / wrong (n) |", "|---|---|---|---|---|---|"]
+    lines = ["## 4. Per defence: the threshold no attack clears, and attacks of an unseen kind", "",
+             f"t_d = the highest contrast among all attacks that defence d refuses, + {LIFT_MARGIN}. Unseen kind: each "
+             "attack kind left out in turn, its answers above the other kinds' t_d (pooled over kinds). A defence is "
+             f"lifted (**bold**) with ≥ {MIN_LIFT_ATTACKS} attacks and unseen-kind answers lifted ≤ "
+             f"{MAX_UNSEEN_KIND_RATE:.0%}. EVOUNA: refused answers above t_d, people-correct / people-wrong (n).", "",
+             "| model | defence | attacks (kinds) | t_d | unseen kind lifted | EVOUNA lifted: correct / wrong (n) |",
+             "|---|---|---|---|---|---|"]
     for m, s in out["models"].items():
         lt = lift_thresholds(out, m)
         v = np.array(s["grade_logodds"]) - np.array(s["control_logodds"])
@@ -283,10 +316,18 @@ def per_defence_lines(out: dict, items: list[dict]) -> list[str]:
             bad = [val > a["threshold"] for x, val in zip(items, v) if x["src"] == "evouna" and x["why"] == d
                    and not x["human"]]
             name = f"**{d}**" if d in lt["thresholds"] else d
-            lines.append(f"| {m} | {name} | {a['n_choose']} / {a['n_held']} | {a['threshold']:+.2f} | "
-                         f"{a['held_lifted']} | {np.mean(ok) if ok else float('nan'):.2f} / "
+            lines.append(f"| {m} | {name} | {a['n']} ({a['kinds']}) | {a['threshold']:+.2f} | "
+                         f"{a['unseen_kind_lifted']} of {a['n']} | {np.mean(ok) if ok else float('nan'):.2f} / "
                          f"{np.mean(bad) if bad else float('nan'):.2f} ({len(ok) + len(bad)}) |")
     return lines + [""]
+
+
+@functools.lru_cache(maxsize=1)
+def rows_cache():
+    """EVOUNA's rows, read once."""
+    from bench_judge_humans import default_data_dir, load_evouna
+
+    return load_evouna(default_data_dir())[0]
 
 
 def main(argv=None) -> int:
@@ -295,12 +336,23 @@ def main(argv=None) -> int:
     ap.add_argument("--summarise", action="store_true", help="rewrite the .md from the saved .json")
     ap.add_argument("--gradeform-pairs", action="store_true", help="add the pairs' grading-prompt scores to the "
                     "saved .json (nothing else re-scored)")
+    ap.add_argument("--update", action="store_true", help="select again (new attacks, cover's defences read "
+                    "again) and score only the items the saved .json lacks")
     a = ap.parse_args(argv)
-    from bench_judge_humans import default_data_dir, load_evouna
+    from semcal_eval.qa.grading import cover_refusal
 
     path = OUT.with_suffix(".json")
-    rows, _ = load_evouna(default_data_dir())
-    if a.summarise or a.gradeform_pairs:
+    rows = rows_cache()
+    if a.update:
+        refusals = [cover_refusal(r.answer, list(r.golds), r.question) for r in rows]
+        keys = select_items(rows, refusals)
+        items = joined(keys, rows)
+        out = updated(json.loads(path.read_text()), keys, items, a.models)
+        out["evouna_refused"].update(n=sum(w is not None for w in refusals), people_correct=float(np.mean(
+            [r.human for r, w in zip(rows, refusals) if w is not None])),
+            by_defence=dict(collections.Counter(w for w in refusals if w is not None)))
+        path.write_text(json.dumps(out, indent=0) + "\n")
+    elif a.summarise or a.gradeform_pairs:
         out = json.loads(path.read_text())
         items = joined(out["items"], rows)
         if a.gradeform_pairs:
@@ -308,8 +360,6 @@ def main(argv=None) -> int:
                 out["models"][m]["gradeform_agree_logodds"] = score_gradeform_pairs(m, out["pairs"])
             path.write_text(json.dumps(out, indent=0) + "\n")
     else:
-        from semcal_eval.qa.grading import cover_refusal
-
         refusals = [cover_refusal(r.answer, list(r.golds), r.question) for r in rows]
         refused = [r.human for r, w in zip(rows, refusals) if w is not None]
         keys, pairs = select_items(rows, refusals), select_pairs()

@@ -192,20 +192,9 @@ def test_a_sentence_gold_with_one_name_or_number_changed_is_wrong(case, i, swap,
     assert not grade(attacked, [gold], q), (q, gold, swap, k, dress, attacked)
 
 
-#: measured: a rival item that starts with "the" is read as a clause, not a rival ("the Rhone\u2028the Seine",
-#: "the Rhone, the Seine" → correct for gold "the Rhone")
-CLAUSE_RIVAL = ("'the Rhone<sep>the Seine' is graded correct for gold 'the Rhone' (', ' too): a list item starting "
-                "with 'the' counts as a clause (cover._CLAUSE_START), not a rival")
-LINE_SEP_EXPLOITS = {"the Rhone": CLAUSE_RIVAL}
-
-
-def _line_sep_pairs():
-    return [pytest.param(*p, id=p[1], marks=pytest.mark.xfail(strict=True, reason=LINE_SEP_EXPLOITS[p[1]]))
-            if p[1] in LINE_SEP_EXPLOITS else pytest.param(*p, id=p[1]) for p in HAND[:6]]
-
-
+# "the Rhone<sep>the Seine" was graded correct until an article before a name made a list item (2026-12-07)
 @pytest.mark.parametrize("sep", G.LINE_SEPARATORS, ids=[f"U+{ord(s):04X}" for s in G.LINE_SEPARATORS])
-@pytest.mark.parametrize("q,gold,wrongs", _line_sep_pairs())
+@pytest.mark.parametrize("q,gold,wrongs", [pytest.param(*p, id=p[1]) for p in HAND[:6]])
 def test_a_line_separator_between_the_gold_and_a_rival_is_a_list(sep, q, gold, wrongs):
     """"Paris⏎London" with any line or paragraph separator (and the gold dressed) is a list: wrong, either order."""
     for wrong in wrongs:
@@ -214,13 +203,13 @@ def test_a_line_separator_between_the_gold_and_a_rival_is_a_list(sep, q, gold, w
                 assert not grade(text, [gold], q), (gold, text)
 
 
-#: measured on this tree (2026-12-05): the same kind of seeded draw in benchmarks/bench_judge_humans.py (up to 2
-#: steps, then list_gold or list_bare, maybe a dressing step; hand pairs) finds 409 of 2,730 listings graded correct,
+#: measured on this tree (2026-12-07): the same kind of seeded draw in benchmarks/bench_judge_humans.py (up to 2
+#: steps, then list_gold or list_bare, maybe a dressing step; hand pairs) finds 355 of 2,730 listings graded correct,
 #: e.g. "eight  I am sure it's six" (gold "eight"), "the Rhone  the seine", "I am sure it's Lyon; Paris"; its
-#: defence table gives what each defence buys. benchmarks/adversary_search.py counts 159 of 1,557 listing programs
-#: over all pairs (and the reward search pays +1 correctness for such a listing). tests/test_judge_cases.py holds
-#: single forms.
-LISTING_EXPLOIT = ("cover reads a rival listed beside the gold as one claim: 409 of 2,730 seeded listings are graded "
+#: defence table gives what each defence buys. benchmarks/adversary_search.py counted 159 of 1,557 listing programs
+#: over all pairs on 2026-12-06 (the reward search pays +1 correctness for such a listing).
+#: tests/test_judge_cases.py holds single forms.
+LISTING_EXPLOIT = ("cover reads a rival listed beside the gold as one claim: 355 of 2,730 seeded listings are graded "
                    "correct, e.g. 'eight  I am sure it\'s six' (gold 'eight'), 'the Rhone  the seine', "
                    "'I am sure it\'s Lyon; Paris' (gold 'Paris')")
 

@@ -119,8 +119,16 @@ FOUND_WRONG = [
     _case("Lyon and Paris (What is the capital of France?)", "Paris", CAPITAL, "a list followed by the question"),
     _case("It is Lyon; Paris", "Paris", CAPITAL, "the rival item starts with a clause word",
           xfail="an item starting with a _CLAUSE_START word ('it', 'the', 'i') is no rival: graded correct"),
-    _case("the Seine, the Rhone", "the Rhone", RIVER, "a 'the' rival",
-          xfail="an item starting with 'the' is read as a clause: graded correct"),
+    _case("the Seine, the Rhone", "the Rhone", RIVER, "a 'the' rival (an article and a name: no clause)"),
+    # benchmarks/adversary_learned.py, 2026-12-07: list_and and list_gold_first pay under cover and the learned judge
+    _case("It lasted 100 years. and The Hundred Years War lasted 116 years, from 1337 to 1453.",
+          "The Hundred Years War lasted 116 years, from 1337 to 1453.", "how long did the hundred years war last",
+          "a sentence gold said word for word beside a rival sentence",
+          xfail="a sentence gold covered word for word is correct whatever else the answer claims: a rival claim in "
+                "another sentence is not read (people accept the gold beside an explanation); graded correct"),
+    _case("1. The capital of Italy is Milan. 2. The capital of Italy is Rome. 3. Madrid",
+          "The capital of Italy is Rome.", "What is the capital of Italy?", "a numbered list of sentence golds",
+          xfail="the same: numbered claims around a sentence gold are not read as rivals; graded correct"),
     _case("The answer is Paris (Lyon)", "Paris", CAPITAL, "a rival in brackets right after the gold",
           xfail="brackets after a name usually hold an alias, abbreviation or role ('won (KRW)', 'Amanda Fuller "
                 "(Kristin Baxter)'): refusing them cost 59 dev answers people judged correct; graded correct"),
@@ -240,6 +248,10 @@ SHAPES_WRONG = [
      "midpoint of one of its sides."], "what is a apothem", "a sentence gold negated"),
     ("La réponse est Lyon, pas Paris.", ["Paris"], CAPITAL, "a negation in another language"),
     ("Rome.. Milan", ["Rome"], "What is the capital of Italy?", "two claims across a run of full stops"),
+    # 2026-12-07 (issue 51's hedges between the gold and a rival: an article before a name makes no clause)
+    ("the Seine and the Rhone", ["the Rhone"], "Which river flows through Lyon?", "an article-headed rival before"),
+    ("the Rhone, the Seine, Berlin, Madrid", ["the Rhone"], "Which river flows through Lyon?",
+     "an article-headed rival after, in a list"),
 ]
 
 

@@ -76,7 +76,9 @@ def test_the_lift_belongs_to_the_grading_form_only(tmp_path):
 
 def test_shipped_lift_is_the_probes_choice_and_recomputes_without_data():
     """The shipped lift's thresholds are probe_defence_model.lift_thresholds of the saved attack scores (the
-    attacks need no EVOUNA), for the 1.5B, and every liftable defence had no first-half attack above it."""
+    attacks need no EVOUNA), for the 1.5B: no saved attack a lifted defence refuses is above its threshold, and a
+    defence whose left-out attack kinds clear the others' threshold too often keeps its veto."""
+    import numpy as np
     import probe_defence_model as P
 
     lift = L.JudgeWeights.read(L.default_weights("grade"), "grade").lift
@@ -84,10 +86,13 @@ def test_shipped_lift_is_the_probes_choice_and_recomputes_without_data():
     want = P.lift_thresholds(saved, P.LIFT_MODEL)
     assert lift.model == P.LIFT_MODEL and lift.model_sha256 == L._model_sha(P.LIFT_MODEL)
     assert lift.thresholds == want["thresholds"] and lift.thresholds
-    for d in lift.thresholds:
-        assert want["attacks"][d]["n_choose"] >= P.MIN_LIFT_ATTACKS
-    # list and alternative have too few attacks to bound an attacker: their vetoes stand
-    assert {"list", "alternative"}.isdisjoint(lift.thresholds)
+    s = saved["models"][P.LIFT_MODEL]
+    contrast = np.array(s["grade_logodds"]) - np.array(s["control_logodds"])
+    for d, t in lift.thresholds.items():
+        att = [c for x, c in zip(saved["items"], contrast) if x["src"] == "attack" and x["why"] == d]
+        assert len(att) >= P.MIN_LIFT_ATTACKS and max(att) < t - P.LIFT_MARGIN / 2, d
+    over = {d for d, a in want["attacks"].items() if a["unseen_kind_lifted"] > P.MAX_UNSEEN_KIND_RATE * a["n"]}
+    assert over and over.isdisjoint(lift.thresholds)
 
 
 def test_missing_or_broken_weights_say_how_to_fix(tmp_path):
@@ -228,12 +233,12 @@ class LiftRater:
 def test_the_lift_reads_only_liftable_refusals_and_lifts_above_its_threshold():
     """A refusal by a liftable defence (neighbour) goes to the lift rater; above the threshold it is graded as if no
     defence had fired (the gated judge: here the lexical stage or the full stage on the main rater's contrast),
-    at or below it stays wrong. A refusal by a defence not lifted (alternative), and an answer cover accepts,
+    at or below it stays wrong. A refusal by a defence not lifted (list), and an answer cover accepts,
     never reach the lift rater; lift=False keeps every veto and says so in its version."""
     import probe_defence_model as P
 
     neighbour, accepted = "Some say Paris, but it is Lyon", "Paris"
-    alt = next(x for x in P.attack_items() if x["why"] == "alternative")  # e.g. "Maybe 1945, maybe 1918, …"
+    alt = next(x for x in P.attack_items() if x["why"] == "list")  # e.g. "six; eight; London"
     assert L.grade_veto(neighbour, GOLD, Q, L.grade_features(neighbour, GOLD, Q)) == "defence:neighbour"
     t = L.JudgeWeights.read(L.default_weights("grade"), "grade").lift.thresholds["neighbour"]
     items = [(neighbour, GOLD, Q), (alt["answer"], alt["golds"], alt["q"]), (accepted, GOLD, Q)]
@@ -245,7 +250,7 @@ def test_the_lift_reads_only_liftable_refusals_and_lifts_above_its_threshold():
     high, lift = judge(t + 0.01)
     p = high.grade_probs(items)
     assert lift.seen and all("Some say Paris" in u for u in lift.seen) and high.lift_calls == 2
-    assert "alternative" not in high.lift.thresholds
+    assert "list" not in high.lift.thresholds
     w = high.grade_w
     x = L.grade_features(neighbour, GOLD, Q)
     p_lex = w.lexical.prob(x)

@@ -345,6 +345,9 @@ def test_end_to_end_nq_open_k3_deterministic(data_dir, smol_hflm):
     assert "prr,eigv" in res and "msp" not in {k.split(",")[1] for k in res if "," in k}
     samples = [s for s in every if s["filter"] == "judge_f1"]
     assert len(samples) == 3
+    # the card lm-eval writes into results_*.json names the grader the records name
+    assert out["configs"]["nq_open_semagree"]["judge_card"]["grader"] == "cover"
+    assert {json.loads(s["filtered_resps"][1])["grader"] for s in samples} == {"cover"}
     confs = []
     for s in samples:
         greedy_resps, sampled_resps = s["resps"]
@@ -374,3 +377,27 @@ def test_end_to_end_verbalized(data_dir, smol_hflm):
         assert len(s["resps"]) == 1 and len(s["resps"][0]) == 1  # one greedy answer, no samples
         rec = json.loads(s["filtered_resps"][0])
         assert rec["raw"] == s["resps"][0][0] and row_record(s)[1]["conf"] == rec["conf"]
+
+
+def test_results_configs_carry_the_judge_card_of_the_grader(data_dir):
+    """lm-eval writes ``dump_config()`` into results_*.json's ``configs``: a QA task's dump names its grader's
+    card, read from the shipped card file (the learned rule by its judge's version), and no made-up figures for a
+    grader without a card."""
+    from semcal_eval.qa.judge_card import load_card
+    from semcal_eval.qa.labels import learned_judge
+
+    shipped = load_card()["graders"]
+    got = _task("nq_open_semagree", **_meta("nq_open")).dump_config()["judge_card"]
+    assert got["grader"] == "cover" and got["model"] is None
+    assert got["all"]["agreement"] == shipped["cover"]["all"]["agreement"]
+    assert got["sentence"]["fnr"] == shipped["cover"]["sentence"]["fnr"]
+    json.dumps(got)  # it must serialise as lm-eval writes it
+    learned = _task("triviaqa_semagree", **_meta("triviaqa", correctness="learned")).dump_config()["judge_card"]
+    assert learned["grader"] == learned_judge().version in shipped
+    assert learned["all"]["kappa"] == shipped[learned["grader"]]["all"]["kappa"]
+    assert "veto lift" in learned["model"]
+    strict = _task("nq_open_semagree", **_meta("nq_open", correctness="strict")).dump_config()["judge_card"]
+    assert strict["card"] is None and "no card for grader 'strict'" in strict["why"]
+    mixed = _task("nq_open_semagree", **_meta("nq_open", judges=["cover", "f1"],
+                                              judge_kwargs={"f1": {"correctness": "strict"}})).dump_config()
+    assert mixed["judge_card"]["card"] is None and "several rules" in mixed["judge_card"]["why"]

@@ -633,6 +633,15 @@ def _names_rival(toks: Sequence[Token], sep: int, step: int, rivals: Sequence[st
     return any(i != skip and toks[i].upper and toks[i].text in rivals for i in words)
 
 
+def _article_name(toks: Sequence[Token], sep: int, step: int) -> bool:
+    """The item past the mark at ``sep`` is an article and a capitalized name ("the Seine", "the Beatles"), in
+    cased text: a candidate like a bare name, not a clause (issue 51's hedges: "the Rhone, the Seine, Berlin")."""
+    if not any(t.kind == "w" and not t.upper for t in toks):
+        return False
+    words = [i for i in _item_at(toks, sep, step) if toks[i].kind == "w"]
+    return len(words) >= 2 and toks[words[0]].text in ("the", "a", "an") and all(toks[i].upper for i in words[1:])
+
+
 def _list_rival(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_words: Sequence[str],
                 others: frozenset[str]) -> bool:
     """The match is an item of a list (split by "," ";" "&" "+" "and" or a new line) whose next item holds a
@@ -661,7 +670,7 @@ def _list_rival(toks: Sequence[Token], lo: int, hi: int, gold: _Gold, question_w
         rivals = _rivals(item, question_words, others)
         if not item or not rivals:
             continue
-        if item[0] in _CLAUSE_START:
+        if item[0] in _CLAUSE_START and not _article_name(toks, sep, -1 if sep < left else 1):
             # a clause ("The answer is Lyon - Paris"): across a spaced dash or a bracket, a name in it is still a
             # rival; across "and" or a comma it is a partner ("sung by Kygo and Selena Gomez": 47 of 49 answers
             # flipped by that wider rule were judged correct by people on EVOUNA's dev folds)

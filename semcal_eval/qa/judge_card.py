@@ -27,7 +27,7 @@ from pathlib import Path
 from semcal_eval.core.label_noise import JudgeRates, stratified_corrected_accuracy, stratified_corrected_reliability
 
 __all__ = ["CARD_FILE", "CardError", "ASSUMPTION_P", "SHAPES", "load_card", "grader_card", "shape_of",
-           "assumption", "corrected_accuracy", "corrected_calibration", "card_lines",
+           "assumption", "corrected_accuracy", "corrected_calibration", "card_lines", "results_card", "RESULTS_FIELDS",
            "board_fields", "BOARD_FIELDS"]
 
 CARD_FILE = Path(__file__).with_name("judge_weights") / "card.json"
@@ -60,7 +60,9 @@ def grader_card(grader: str, path: str | Path | None = None) -> dict:
     if grader not in card["graders"]:
         raise CardError(f"judge card: no card for grader {grader!r} (cards: {', '.join(card['graders'])}); "
                         "measure it with benchmarks/fit_judge.py, or grade with one of those")
-    model = card.get("model", "") + (f", veto lift {card['lift_model']}" if card.get("lift_model") else "")
+    # the file's models are the learned judge's; cover reads no model
+    model = "" if grader == "cover" else (
+        card.get("model", "") + (f", veto lift {card['lift_model']}" if card.get("lift_model") else ""))
     return {**card["graders"][grader], "scheme": card.get("scheme", ""), "model": model}
 
 
@@ -114,12 +116,34 @@ def corrected_calibration(answers: Sequence[str], correct: Sequence[int], conf: 
     return {**out, "why": why}
 
 
+#: the figures of each stratum a results file's card carries (the whole table stays in card.json)
+RESULTS_FIELDS = ("n", "agreement", "agreement_ci", "kappa", "kappa_ci", "fpr", "fnr")
+
+
+def results_card(grader: str, path: str | Path | None = None) -> dict:
+    """The card as a JSON object for a results file (QA tasks put it in lm-eval's ``results_*.json``, under
+    ``configs[task].judge_card``): the grader, its models, the scheme and data it was measured by, and per
+    stratum (``all``, ``short``, ``sentence``) :data:`RESULTS_FIELDS`, with whether the correction's assumption
+    holds. A grader without a card gets ``{"grader", "card": None, "why"}`` (no figure is made up)."""
+    try:
+        card = grader_card(grader, path)
+    except CardError as e:
+        return {"grader": grader, "card": None, "why": str(e)}
+    meta = load_card(path)
+    holds, why = assumption(card)
+    return {"grader": grader, "model": card["model"] or None, "scheme": card["scheme"],
+            "data_sha256": meta.get("data_sha256"), "generated_by": meta.get("generated_by"),
+            "source": "semcal_eval/qa/judge_weights/card.json",
+            **{s: {k: card[s][k] for k in RESULTS_FIELDS} for s in ("all", *(name for name, _, _ in SHAPES))},
+            "correction_assumption": {"holds": holds, "why": why}}
+
+
 def card_lines(grader: str, answers: Sequence[str] | None = None, correct: Sequence[int] | None = None,
                path: str | Path | None = None) -> list[str]:
     """The card as Markdown lines (and, given a row's answers and labels, its corrected accuracy)."""
     card = grader_card(grader, path)
     a = card["all"]
-    lines = [f"Judge `{grader}`{' (' + card['model'] + ')' if card.get('model') and grader != 'cover' else ''}: "
+    lines = [f"Judge `{grader}`{' (' + card['model'] + ')' if card.get('model') else ''}: "
              f"agrees with people on {a['agreement']:.3f} [{a['agreement_ci'][0]:.3f}, {a['agreement_ci'][1]:.3f}] "
              f"of EVOUNA's answers from systems it was not fit on (kappa {a['kappa']:.2f}); false-positive rate "
              f"{a['fpr']:.3f}, false-negative rate {a['fnr']:.3f}; short answers {card['short']['agreement']:.3f}, "

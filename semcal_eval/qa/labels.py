@@ -15,6 +15,7 @@ from .answers import best_f1
 from .grading import golds_for_grading, grade_cover, grade_strict
 
 __all__ = ["CORRECTNESS_RULES", "DEFAULT_CORRECTNESS", "correct_by", "grade_learned", "grade_many", "grade_record",
+           "grader_name",
            "learned_judge"]
 
 
@@ -81,6 +82,15 @@ def correct_by(rule: str, answer: str, golds: Sequence[str], question: str = "",
     raise ValueError(f"correctness must be one of {', '.join(CORRECTNESS_RULES)}, got {rule!r}")
 
 
+def grader_name(rule: str) -> str:
+    """The ``grader`` a per-document record names for correctness rule ``rule``: the rule itself, and for
+    ``learned`` the shipped judge's version (``learned-4``; its weights are read, its model is not loaded), the
+    key of the judge card (:mod:`semcal_eval.qa.judge_card`)."""
+    if rule not in CORRECTNESS_RULES:
+        raise ValueError(f"correctness must be one of {', '.join(CORRECTNESS_RULES)}, got {rule!r}")
+    return learned_judge().version if rule == "learned" else rule
+
+
 def grade_record(rule: str, answer: str, golds: Sequence[str], question: str = "", threshold: float = 0.5,
                  judge=None) -> dict:
     """What a per-document record carries about its label: ``correct`` (0/1, :func:`correct_by`), ``grader`` (the
@@ -91,7 +101,6 @@ def grade_record(rule: str, answer: str, golds: Sequence[str], question: str = "
     {'correct': 1, 'grader': 'cover'}
     """
     if rule != "learned":
-        return {"correct": correct_by(rule, answer, golds, question, threshold, judge), "grader": rule}
-    j = learned_judge()
-    p = j.grade_probs([(answer, golds_for_grading(golds), question)])[0]
-    return {"correct": int(p >= 0.5), "grader": j.version, "correct_p": round(float(p), 6)}
+        return {"correct": correct_by(rule, answer, golds, question, threshold, judge), "grader": grader_name(rule)}
+    p = learned_judge().grade_probs([(answer, golds_for_grading(golds), question)])[0]
+    return {"correct": int(p >= 0.5), "grader": grader_name(rule), "correct_p": round(float(p), 6)}

@@ -92,7 +92,7 @@ MAX_ANSWER_CHARS = 1200
 MAX_PROMPT_GOLDS = 4
 
 WEIGHTS_DIR = Path(__file__).with_name("judge_weights")
-VERSION = "learned-3"
+VERSION = "learned-4"
 
 
 class WeightsError(ValueError):

@@ -35,7 +35,8 @@ from semcal_eval.harness.lm_eval_compat import metric_names
 from . import estimators as EST
 from .agreement import agreement_matrix, score_question
 from .answers import EmptyGoldError, best_f1, clean_answer, exact_match
-from .labels import DEFAULT_CORRECTNESS, grade_record
+from .judge_card import results_card
+from .labels import DEFAULT_CORRECTNESS, grade_record, grader_name
 from .judges import get_judge
 from .prompts import qa_doc_to_text
 from .settings import RECORD_FIELDS, QASettings
@@ -393,11 +394,26 @@ class QATask(ConfigurableTask):
         config["metric_list"] = aggregations.declared_metric_list({**config, "class": type(self)})
         _check_metrics(config.get("task"), self.qa.mode, config.get("metric_list"))
         config["filter_list"] = self._filters_from_settings(config.get("filter_list"))
+        #: the correctness rules the filters grade by (one, unless judge_kwargs set another per judge)
+        self._correctness = sorted({step.get("correctness", DEFAULT_CORRECTNESS) for fl in config["filter_list"]
+                                    for step in fl["filter"]})
         config["process_results"] = process_results_marker
         super().__init__(config=config, **kwargs)
         check_aggregations(self)
         self._gen_snapshot = deepcopy(self.config.generation_kwargs or {})
         self._warned_gen = False
+
+    def dump_config(self) -> dict:
+        """lm-eval's dump of the config (what it writes under ``configs[task]`` in ``results_*.json``) plus
+        ``judge_card``: how far the run's correctness labels can be trusted
+        (:func:`semcal_eval.qa.judge_card.results_card` of the grader the records name), so a results file read
+        without semcal still says it."""
+        out = super().dump_config()
+        graders = [grader_name(rule) for rule in self._correctness]
+        out["judge_card"] = (results_card(graders[0]) if len(graders) == 1 else
+                             {"grader": ", ".join(graders), "card": None,
+                              "why": "the filters grade by several rules (judge_kwargs); each record names its grader"})
+        return out
 
     def _filters_from_settings(self, filter_list):
         s = self.qa
