@@ -25,9 +25,9 @@ Each form is a two-stage logistic regression, p = σ(w·z(x) + b) with z the sta
    (:class:`Lift`); then the answer is graded by stages 1–2 as if no defence had fired. People call 95 % of
    the answers the defences refuse on EVOUNA correct ("Seth MacFarlane" for the gold "MacFarlane"), and the
    attacks the defences are there for ("Some say Paris, but it is Lyon") do not clear the thresholds, each the
-   highest contrast among the attacks against half of the hand-written questions that the defence refuses
-   (benchmarks/probe_defence_model.py, section 4; the other half's attacks measure it). The lift model is loaded
-   only when such a refusal is graded.
+   highest contrast among all the attacks that the defence refuses; a defence is lifted only where attacks of a
+   kind left out clear the other kinds' threshold rarely (benchmarks/probe_defence_model.py, section 4). The lift
+   model is loaded only when such a refusal is graded.
 
 Verdict ⇔ p ≥ ½. ``agree`` is reflexive: answers that read the same (:func:`semcal_eval.qa.cover.tokens`, empty
 ones included) agree without any model; an empty answer agrees with no non-empty one and is never correct.
