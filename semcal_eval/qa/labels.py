@@ -101,6 +101,7 @@ def grade_record(rule: str, answer: str, golds: Sequence[str], question: str = "
     {'correct': 1, 'grader': 'cover'}
     """
     if rule != "learned":
-        return {"correct": correct_by(rule, answer, golds, question, threshold, judge), "grader": grader_name(rule)}
-    p = learned_judge().grade_probs([(answer, golds_for_grading(golds), question)])[0]
-    return {"correct": int(p >= 0.5), "grader": grader_name(rule), "correct_p": round(float(p), 6)}
+        return {"correct": correct_by(rule, answer, golds, question, threshold, judge), "grader": rule}
+    j = learned_judge()
+    p = j.grade_probs([(answer, golds_for_grading(golds), question)])[0]
+    return {"correct": int(p >= 0.5), "grader": j.version, "correct_p": round(float(p), 6)}
